@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# rrxe: soft-RoCE RDMA driver in Rust. Entry points:
+#
+#   make demo      build everything, boot two QEMU guests, show rrxe working between them
+#   make check     every test: host (cargo), KUnit in a guest, end to end in guests
+#   make shell     an interactive guest with rdma_rrxe loaded
+#   make kernel    (re)build the kernel and modules incrementally (module-only when possible)
+#   make setup     install the toolchain, Linux source and tools (idempotent)
+#   make fuzz      run the wire parser fuzzer (FUZZ_SECONDS, default 600)
+#   make series    write the kernel patch series for your own 7.3 tree into build/series/
+#
+# Build state is cached under $(RRXE_CACHE) (default ~/.cache/rrxe); build/ holds links.
+
+SHELL := /bin/bash
+FUZZ_SECONDS ?= 600
+
+.PHONY: all setup kernel initramfs host-test check demo shell fuzz series clean
+
+all: kernel
+
+setup:
+	scripts/setup.sh
+
+kernel: setup
+	CLIPPY=1 scripts/kernel.sh
+
+initramfs: kernel
+	scripts/initramfs.sh
+
+host-test:
+	cd tools/rrxe && cargo test --quiet
+
+check: setup
+	scripts/check.sh
+
+demo: setup
+	scripts/demo.sh
+
+shell: initramfs
+	scripts/qemu.sh --interactive --out build/shell
+
+fuzz:
+	tools/rrxe/fuzz.sh $(FUZZ_SECONDS)
+
+series:
+	scripts/series.sh build/series
+
+clean:
+	rm -rf build tools/rrxe/target

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device creation and the device-level verbs.
+
+use crate::params;
+use kernel::prelude::*;
+use kernel::rdma::{
+    device::{
+        core_cap, kernel_cap, port_cap, Device, DeviceAttrs, DeviceParams, Driver, DriverId,
+        LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState, UData,
+        UnregisteredDevice, MGMT_MAD_SIZE,
+    },
+    netdev::NetDevice,
+};
+
+/// The rrxe driver.
+pub(crate) struct Rrxe;
+
+/// Per-device state.
+pub(crate) struct RrxeDev {
+    /// System image GUID (host byte order): the modified EUI-64 of the netdevice's MAC.
+    guid: u64,
+}
+
+/// Per-user-context state.
+pub(crate) struct RrxeUContext;
+
+/// The only port of an rrxe device.
+const PORT: PortNum = 1;
+
+/// The rxe user ABI version (`RXE_UVERBS_ABI_VERSION`).
+const RXE_UVERBS_ABI_VERSION: u32 = 2;
+
+/// Legacy uverbs write commands rdma-core's rxe provider uses beyond the core's defaults:
+/// the send doorbell (`IB_USER_VERBS_CMD_POST_SEND`) and `ibv_req_notify_cq`
+/// (`IB_USER_VERBS_CMD_REQ_NOTIFY_CQ`).
+const EXTRA_UVERBS_CMDS: [u32; 2] = [28, 23];
+
+/// Creates and registers the device `name` on `ndev` (`rdma link add`).
+pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
+    if ndev.is_vlan() {
+        pr_err!("rrxe devices are created on top of a real device only\n");
+        return Err(EPERM);
+    }
+    if Device::<Rrxe>::get_by_netdev(ndev).is_some() {
+        pr_err!("{} already has an rrxe device\n", ndev.name().to_str().unwrap_or("?"));
+        return Err(EEXIST);
+    }
+    let Some(mac) = ndev.eth_addr() else {
+        pr_err!("{} has no Ethernet address\n", ndev.name().to_str().unwrap_or("?"));
+        return Err(EINVAL);
+    };
+    let guid = params::guid_from_mac(mac);
+    let dev = UnregisteredDevice::<Rrxe>::new(
+        &DeviceParams {
+            node_guid: guid,
+            node_desc: b"rrxe",
+            phys_port_cnt: 1,
+            num_comp_vectors: 1,
+            uverbs_cmds: &EXTRA_UVERBS_CMDS,
+            name_assigned_by_user: true,
+        },
+        Ok::<_, Error>(RrxeDev { guid }),
+    )?;
+    dev.register(name, ndev, PORT)?;
+    pr_info!(
+        "{}: added on {}\n",
+        name.to_str().unwrap_or("?"),
+        ndev.name().to_str().unwrap_or("?")
+    );
+    Ok(())
+}
+
+fn check_port(port: PortNum) -> Result {
+    if port == PORT {
+        Ok(())
+    } else {
+        Err(EINVAL)
+    }
+}
+
+#[vtable]
+impl Driver for Rrxe {
+    type Data = RrxeDev;
+    type UContext = RrxeUContext;
+
+    const DRIVER_ID: DriverId = DriverId::RXE;
+    const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
+
+    fn query_device(dev: &Device<Self>, udata: Option<&UData>) -> Result<DeviceAttrs> {
+        // The rxe ABI has no driver-specific query payload.
+        if udata.is_some_and(|u| u.in_len() != 0 || u.out_len() != 0) {
+            return Err(EINVAL);
+        }
+        // Only what is implemented is advertised: no verbs objects yet beyond user contexts.
+        Ok(DeviceAttrs {
+            sys_image_guid: dev.data().guid,
+            vendor_id: params::VENDOR_ID,
+            kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG,
+            max_pkeys: 1,
+            local_ca_ack_delay: params::LOCAL_CA_ACK_DELAY,
+            ..DeviceAttrs::default()
+        })
+    }
+
+    fn query_port(dev: &Device<Self>, port: PortNum) -> Result<PortAttrs> {
+        check_port(port)?;
+        let ndev = dev.netdev(port).ok_or(ENODEV)?;
+        let (state, phys_state) = if ndev.is_active() {
+            (PortState::Active, PhysState::LinkUp)
+        } else if ndev.is_up() {
+            (PortState::Down, PhysState::Polling)
+        } else {
+            (PortState::Down, PhysState::Disabled)
+        };
+        let (active_speed, active_width) = dev.eth_speed(port)?;
+        Ok(PortAttrs {
+            state,
+            phys_state,
+            max_mtu: Mtu::Mtu4096,
+            active_mtu: params::roce_mtu(ndev.mtu()),
+            phys_mtu: ndev.mtu(),
+            gid_tbl_len: params::GID_TABLE_LEN,
+            port_cap_flags: port_cap::CM_SUP,
+            max_msg_sz: params::MAX_MSG_SIZE,
+            pkey_tbl_len: 1,
+            max_vl_num: 1,
+            active_width,
+            active_speed,
+        })
+    }
+
+    fn port_immutable(_dev: &Device<Self>, port: PortNum) -> Result<PortImmutable> {
+        check_port(port)?;
+        Ok(PortImmutable {
+            pkey_tbl_len: 1,
+            gid_tbl_len: params::GID_TABLE_LEN,
+            core_cap_flags: core_cap::IBA_ROCE_UDP_ENCAP,
+            max_mad_size: MGMT_MAD_SIZE,
+        })
+    }
+
+    fn link_layer(_dev: &Device<Self>, _port: PortNum) -> LinkLayer {
+        LinkLayer::Ethernet
+    }
+
+    fn query_pkey(_dev: &Device<Self>, port: PortNum, index: u16) -> Result<u16> {
+        check_port(port)?;
+        // One partition key: the default full-membership key.
+        if index != 0 {
+            return Err(EINVAL);
+        }
+        Ok(0xffff)
+    }
+
+    fn alloc_ucontext(
+        _dev: &Device<Self>,
+        _udata: Option<&UData>,
+    ) -> impl PinInit<RrxeUContext, Error> {
+        // The rxe ABI passes no data with the context; librxe sends none and reads none.
+        Ok::<_, Error>(RrxeUContext)
+    }
+}

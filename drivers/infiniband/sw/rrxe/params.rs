@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device limits and the mappings from a netdevice to RDMA device properties.
+
+use kernel::prelude::*;
+use kernel::rdma::device::Mtu;
+
+/// IEEE vendor id reported by soft-RoCE devices (IBTA v1.4 A3.3.1: no vendor).
+pub(crate) const VENDOR_ID: u32 = 0xff_ffff;
+
+/// Size of the GID table of a port.
+pub(crate) const GID_TABLE_LEN: u32 = 1024;
+
+/// Largest message (2 GiB).
+pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;
+
+/// Local CA ACK delay exponent.
+pub(crate) const LOCAL_CA_ACK_DELAY: u8 = 15;
+
+/// Bytes of a RoCEv2 packet that are not payload in the worst case: IPv6 (40) + UDP (8) +
+/// BTH (12) + the largest extended headers (16) + ICRC (4), rounded as the C driver does.
+pub(crate) const MAX_HDR_LENGTH: u32 = 80;
+
+/// Largest path MTU that fits the netdevice MTU `ndev_mtu` with all headers.
+///
+/// Matches the C driver (`rxe_set_mtu`), so both agree on the active MTU of a link.
+pub(crate) fn roce_mtu(ndev_mtu: u32) -> Mtu {
+    Mtu::floor(ndev_mtu.saturating_sub(MAX_HDR_LENGTH)).unwrap_or(Mtu::Mtu256)
+}
+
+/// The modified EUI-64 of a MAC address, used as node and port GUID (host byte order).
+pub(crate) fn guid_from_mac(mac: [u8; 6]) -> u64 {
+    u64::from_be_bytes([mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]])
+}
+
+#[kunit_tests(rrxe_params)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mtu_follows_the_c_driver() {
+        assert_eq!(roce_mtu(1500), Mtu::Mtu1024);
+        assert_eq!(roce_mtu(1104), Mtu::Mtu1024);
+        assert_eq!(roce_mtu(1103), Mtu::Mtu512);
+        assert_eq!(roce_mtu(2200), Mtu::Mtu2048);
+        assert_eq!(roce_mtu(4176), Mtu::Mtu4096);
+        assert_eq!(roce_mtu(9000), Mtu::Mtu4096);
+        assert_eq!(roce_mtu(4175), Mtu::Mtu2048);
+        assert_eq!(roce_mtu(576), Mtu::Mtu256);
+        assert_eq!(roce_mtu(68), Mtu::Mtu256);
+        assert_eq!(roce_mtu(0), Mtu::Mtu256);
+    }
+
+    #[test]
+    fn guid_is_modified_eui64() {
+        assert_eq!(
+            guid_from_mac([0x52, 0x54, 0x00, 0x12, 0x34, 0x56]),
+            0x5054_00ff_fe12_3456
+        );
+        assert_eq!(guid_from_mac([0x02, 0, 0, 0, 0, 1]), 0x0000_00ff_fe00_0001);
+    }
+}

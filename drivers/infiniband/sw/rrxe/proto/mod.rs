@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RoCEv2 wire protocol core shared by the `rdma_rrxe` module and its host tools.
+//!
+//! Everything below this module uses `core` only: no allocation, no `unsafe`, and no panics on
+//! any input. The same files are compiled into the kernel module and into the host crate
+//! `tools/rrxe` (tests, fuzzing and the `rrxe-decode` capture decoder).
+//!
+//! - [`bth`], [`ext`]: zero-copy header views and builders (IBA Vol. 1 ch. 9, Annex A17).
+//! - [`opcode`]: the one opcode table for RC, UC, RD, UD and CNP.
+//! - [`packet`]: whole-packet parser and builder, starting at the BTH (the UDP payload).
+//! - [`crc32`], [`icrc`]: the invariant CRC, generic over the CRC32 implementation.
+//! - [`psn`], [`aeth`]: sequence-number arithmetic and ACK syndromes.
+//! - [`target`]: which address (WQE SGE or RETH/AtomicETH) and access right a transfer uses.
+
+#![forbid(unsafe_code)]
+#![deny(
+    clippy::arithmetic_side_effects,
+    clippy::expect_used,
+    clippy::float_arithmetic,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::unreachable,
+    clippy::unwrap_used
+)]
+
+#[macro_use]
+mod wire;
+
+pub mod aeth;
+pub mod bth;
+pub mod crc32;
+pub mod ext;
+pub mod icrc;
+pub mod opcode;
+pub mod packet;
+pub mod psn;
+pub mod target;
+
+/// Error returned when an output buffer is too short for what is written into it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferTooSmall;

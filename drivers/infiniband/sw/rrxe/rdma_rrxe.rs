@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rrxe: a soft-RoCE (RoCEv2) RDMA driver.
+//!
+//! `rdma link add rrxe0 type rrxe netdev eth0` turns an Ethernet netdevice into an RDMA
+//! device that speaks the InfiniBand transport over UDP port 4791. The device reports the
+//! driver id and user ABI of the C `rdma_rxe`, so rdma-core's rxe provider drives it.
+//!
+//! Files:
+//! - `rdma_rrxe.rs`: the module: link type, driver fence, netdevice events.
+//! - `device.rs`: device creation and the device-level verbs (queries, user contexts).
+//! - `params.rs`: device limits and the netdevice-to-RDMA mappings (MTU, GUID).
+//! - `proto/`: the RoCEv2 wire core (headers, opcode table, ICRC, PSN, target selection),
+//!   `core`-only, shared with the host crate `tools/rrxe`.
+//! - `wire.rs`: glue between the wire core and the kernel (ICRC with the kernel's crc32).
+
+use kernel::prelude::*;
+use kernel::rdma::{
+    device::{Device, DriverRegistration},
+    link::{LinkOps, LinkRegistration},
+    netdev::{self, NetDevice, NotifierRegistration},
+};
+
+mod device;
+mod params;
+pub mod proto;
+mod wire;
+
+use device::Rrxe;
+
+module! {
+    type: RrxeModule,
+    name: "rdma_rrxe",
+    authors: ["rrxe developers"],
+    description: "Soft RDMA transport (RoCEv2) in Rust",
+    license: "GPL",
+    alias: ["rdma-link-rrxe"],
+}
+
+/// The module state. Fields are dropped in declaration order: the link type goes first (no
+/// new devices), then every device is unregistered, then the netdevice notifier.
+#[pin_data]
+struct RrxeModule {
+    #[pin]
+    link: LinkRegistration<Rrxe>,
+    #[pin]
+    driver: DriverRegistration<Rrxe>,
+    #[pin]
+    netdev_events: NotifierRegistration<Rrxe>,
+}
+
+impl kernel::InPlaceModule for RrxeModule {
+    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        // Initialised in the reverse order of teardown.
+        try_pin_init!(Self {
+            driver <- DriverRegistration::new(&[c"rdma_rxe"]),
+            netdev_events <- NotifierRegistration::new(),
+            link <- LinkRegistration::new(),
+        })
+    }
+}
+
+impl LinkOps for Rrxe {
+    const TYPE: &'static CStr = c"rrxe";
+
+    fn newlink(name: &CStr, ndev: &NetDevice) -> Result {
+        device::add(name, ndev)
+    }
+}
+
+impl netdev::Notifier for Rrxe {
+    fn event(event: netdev::Event, ndev: &NetDevice) {
+        let Some(dev) = Device::<Rrxe>::get_by_netdev(ndev) else {
+            return;
+        };
+        match event {
+            // The core holds RTNL here; unregister from its workqueue.
+            netdev::Event::Unregister => dev.unregister_queued(),
+            netdev::Event::ChangeMtu => pr_info!(
+                "{}: {} MTU {}, RDMA MTU {}\n",
+                dev.name().to_str().unwrap_or("?"),
+                ndev.name().to_str().unwrap_or("?"),
+                ndev.mtu(),
+                params::roce_mtu(ndev.mtu()).bytes()
+            ),
+            _ => {}
+        }
+    }
+}

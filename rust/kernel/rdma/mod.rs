@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA (InfiniBand verbs) abstractions.
+//!
+//! These wrap the RDMA core (`ib_core`) for drivers written in Rust:
+//!
+//! - [`device`]: allocation, registration and unregistration of an `ib_device`, the
+//!   [`device::Driver`] operations table, device and port attributes, user contexts, and
+//!   the [`device::DriverRegistration`] fence that unregisters a driver's devices on unload.
+//! - [`link`]: `rdma link add NAME type TYPE netdev DEV` through an `rdma_link_ops`
+//!   registration.
+//! - [`netdev`]: the network devices an RDMA device is bound to, and netdevice events.
+//!
+//! The kernel crate is built into vmlinux, so these abstractions need the RDMA core built in
+//! (`CONFIG_INFINIBAND=y`, `CONFIG_INFINIBAND_USER_ACCESS=y`).
+//!
+//! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
+//! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h)
+
+pub mod device;
+pub mod link;
+pub mod netdev;
+
+/// Computes the little-endian (reflected) CRC-32 of `data`, continuing from `seed`, with the
+/// kernel's (possibly accelerated) implementation.
+///
+/// This is `crc32_le()`: no inversion on input or output. RoCE's invariant CRC is built on it.
+pub fn crc32_le(seed: u32, data: &[u8]) -> u32 {
+    // SAFETY: `data` is a valid slice for reads of `data.len()` bytes.
+    unsafe { crate::bindings::crc32_le(seed, data.as_ptr().cast(), data.len()) }
+}

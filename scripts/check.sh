@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs every rrxe test and ends with one line `N passed, N failed`.
+#
+#  1. static: rustfmt, no `unsafe` in the driver, SAFETY comments in kernel::rdma;
+#  2. host: `cargo test` of the wire core (tools/rrxe), plus a short fuzz run;
+#  3. kernel build (CLIPPY=1): a warning from our files fails the build test;
+#  4. guests: KUnit suites (parsed from the console's KTAP) and the end-to-end scripts in
+#     scripts/tests/ (each check prints `RRXE-TEST <name> ok|FAIL`).
+#
+# Results and logs go to build/check/. Exit status 0 only if nothing failed.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+OUTDIR=$BUILD/check
+rm -rf "$OUTDIR" && mkdir -p "$OUTDIR"
+PASSED=0 FAILED=0 FAILS=()
+pass() { PASSED=$((PASSED + ${2:-1})); echo "PASS: $1"; }
+fail() { FAILED=$((FAILED + ${2:-1})); FAILS+=("$1"); echo "FAIL: $1"; }
+t0=$(date +%s)
+
+# --- 1. static checks --------------------------------------------------------------------
+mapfile -t RS < <(cd "$REPO" && git ls-files -co --exclude-standard '*.rs' | grep -v '^tools/rrxe/target/')
+if (cd "$REPO" && rustfmt --check --edition 2021 --config-path "$KSRC/.rustfmt.toml" "${RS[@]}" >"$OUTDIR/rustfmt.log" 2>&1); then
+	pass rustfmt
+else
+	cat "$OUTDIR/rustfmt.log"; fail rustfmt
+fi
+if grep -rnw --include='*.rs' unsafe "$REPO/drivers/infiniband/sw/rrxe" | grep -v '^\S*:\s*//'; then
+	fail "no_unsafe_in_driver"
+else
+	pass "no_unsafe_in_driver"
+fi
+# Every unsafe block in kernel::rdma has a SAFETY comment (clippy checks this too).
+if awk '/unsafe[ ]*\{/ && prev !~ /SAFETY/ && $0 !~ /SAFETY/ && $0 !~ /^[[:space:]]*\/\// {print FILENAME":"FNR": "$0; bad=1} {if ($0 ~ /[^[:space:]]/) prev=$0} END {exit bad}' "$REPO"/rust/kernel/rdma/*.rs; then
+	pass safety_comments
+else
+	fail safety_comments
+fi
+
+# --- 2. host tests -----------------------------------------------------------------------
+if [ -f "$REPO/tools/rrxe/Cargo.toml" ]; then
+	(cd "$REPO/tools/rrxe" && cargo test) >"$OUTDIR/cargo-test.log" 2>&1
+	crc=$?
+	grep -E '^test result|FAILED|panicked' "$OUTDIR/cargo-test.log"
+	p=$(awk '/^test result/ {for (i = 1; i <= NF; i++) if ($i ~ /^passed;?$/) s += $(i - 1)} END {print s + 0}' "$OUTDIR/cargo-test.log")
+	f=$(awk '/^test result/ {for (i = 1; i <= NF; i++) if ($i ~ /^failed;?$/) s += $(i - 1)} END {print s + 0}' "$OUTDIR/cargo-test.log")
+	if [ $crc = 0 ] && grep -q '^test result' "$OUTDIR/cargo-test.log"; then
+		pass "host: cargo test ($p tests)" "$p"
+	else
+		PASSED=$((PASSED + p)); fail "host: cargo test ($f failed)" "$((f > 0 ? f : 1))"
+	fi
+	if [ -x "$REPO/tools/rrxe/fuzz.sh" ]; then
+		if "$REPO/tools/rrxe/fuzz.sh" "${CHECK_FUZZ_SECONDS:-60}" >"$OUTDIR/fuzz.log" 2>&1; then
+			pass "host: fuzz ${CHECK_FUZZ_SECONDS:-60}s"
+		else
+			tail -30 "$OUTDIR/fuzz.log"; fail "host: fuzz"
+		fi
+	fi
+fi
+
+# --- 3. kernel build ---------------------------------------------------------------------
+if CLIPPY=1 "$REPO/scripts/kernel.sh" >"$OUTDIR/build.log" 2>&1; then
+	pass kernel_build
+	if grep -E '(rust/kernel/rdma/|rust/helpers/rdma\.c|drivers/infiniband/sw/rrxe/)' -B2 -A6 "$OUTDIR/build.log" | grep -qE 'warning|error'; then
+		grep -E 'warning|error' -A8 "$OUTDIR/build.log" | head -60; fail build_no_warnings
+	else
+		pass build_no_warnings
+	fi
+else
+	tail -60 "$OUTDIR/build.log"; fail kernel_build
+	echo "$PASSED passed, $FAILED failed"; exit 1
+fi
+"$REPO/scripts/initramfs.sh" >"$OUTDIR/initramfs.log" 2>&1 || { cat "$OUTDIR/initramfs.log"; fail initramfs; }
+
+# --- 4. guests ---------------------------------------------------------------------------
+# guest_test NAME TIMEOUT SCRIPT_A [SCRIPT_B]: boots the guests, counts RRXE-TEST lines and
+# KUnit results from the consoles.
+guest_test() {
+	local name=$1 timeout=$2 out=$OUTDIR/$1 rc g ktap
+	shift 2
+	"$REPO/scripts/qemu.sh" --quiet --timeout "$timeout" --out "$out" "$@" >"$out.log" 2>&1
+	rc=$?
+	cat "$out.log"
+	for g in "$out"/*.console; do
+		[ -f "$g" ] || continue
+		local gn
+		gn=$(basename "$g" .console)
+		while read -r _ t res rest; do
+			if [ "$res" = ok ]; then pass "$name/$gn: $t"; else fail "$name/$gn: $t $rest"; fi
+		done < <(grep -a '^RRXE-TEST ' "$g")
+		ktap=$out/$gn.ktap
+		"$REPO/scripts/ktap.sh" "$g" "$ktap"
+		local kp kf
+		kp=$(grep -cE '^ +ok [0-9]+ ' "$ktap")
+		kf=$(grep -cE '^ +not ok [0-9]+ ' "$ktap")
+		if [ "$kp$kf" != 00 ]; then
+			if python3 "$KSRC/tools/testing/kunit/kunit.py" parse "$ktap" >"$ktap.parsed" 2>&1 && [ "$kf" = 0 ]; then
+				pass "$name/$gn: KUnit ($kp cases)" "$kp"
+			else
+				cat "$ktap.parsed"; PASSED=$((PASSED + kp)); fail "$name/$gn: KUnit" "$((kf > 0 ? kf : 1))"
+			fi
+		fi
+	done
+	[ $rc = 0 ] || fail "$name: guest run (see $out)"
+}
+
+guest_test device 600 "$REPO/scripts/tests/device.sh"
+# KUnit must have run: the driver's suites are part of every module load.
+grep -q 'rrxe_params' "$OUTDIR"/device/a.ktap 2>/dev/null && pass "kunit_suites_ran" || fail "kunit_suites_ran"
+
+echo
+echo "check took $(( $(date +%s) - t0 )) s; logs in $OUTDIR"
+[ ${#FAILS[@]} = 0 ] || printf 'failed: %s\n' "${FAILS[@]}"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]

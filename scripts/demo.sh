@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make demo`: builds the kernel, the module and the guest image, then boots two QEMU guests
+# on one virtual wire; each creates an rrxe device and shows it through rdma-core.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+CLIPPY=1 "$REPO/scripts/kernel.sh"
+"$REPO/scripts/initramfs.sh"
+exec "$REPO/scripts/qemu.sh" --timeout 300 --out "$BUILD/demo" \
+	"$REPO/scripts/demo/guest.sh" "$REPO/scripts/demo/guest.sh"

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Applies the rrxe overlay (new files + patch series) to the cached Linux tree, configures
+# it from scripts/config/rrxe.config and builds it incrementally.
+#
+#   kernel.sh            overlay, configure if needed, build (full or module-only)
+#   kernel.sh --full     force the full bzImage + modules build
+#
+# A full build runs when anything outside drivers/infiniband/sw/rrxe changed since the last
+# full build (the kernel crate, helpers, patches, config); otherwise only the module is
+# rebuilt. Results are linked under build/: bzImage, modules/ (lib/modules/<ver> tree).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+[ -f "$KSRC/.rrxe-extracted" ] || rrxe_die "no kernel tree at $KSRC: run scripts/setup.sh (make setup)"
+rrxe_make_args
+FORCE_FULL=${1:-}
+
+# --- overlay ---------------------------------------------------------------------------
+overlay() {
+	# New files: copied only when their content differs, so make sees no change otherwise.
+	mkdir -p "$KSRC/rust/kernel/rdma" "$KSRC/drivers/infiniband/sw/rrxe"
+	rsync -rc --delete "$REPO/rust/kernel/rdma/" "$KSRC/rust/kernel/rdma/"
+	rsync -c "$REPO/rust/helpers/rdma.c" "$KSRC/rust/helpers/rdma.c"
+	rsync -rc --delete --exclude='*.o' --exclude='*.ko' --exclude='.*' \
+		"$REPO/drivers/infiniband/sw/rrxe/" "$KSRC/drivers/infiniband/sw/rrxe/"
+
+	# Patch series: every touched file is rebuilt from its pristine copy, then installed
+	# only if the result differs from what the tree has.
+	local orig=$CACHE/orig-$LINUX_VER stage
+	stage=$(mktemp -d)
+	local files
+	files=$(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$REPO"/patches/*.patch | sort -u)
+	for f in $files; do
+		if [ ! -f "$orig/$f" ]; then
+			[ -f "$KSRC/$f" ] || rrxe_die "patched file $f missing from the tree"
+			mkdir -p "$(dirname "$orig/$f")"
+			cp "$KSRC/$f" "$orig/$f"
+		fi
+		mkdir -p "$(dirname "$stage/$f")"
+		cp "$orig/$f" "$stage/$f"
+	done
+	for p in "$REPO"/patches/*.patch; do
+		patch -s -p1 -d "$stage" --no-backup-if-mismatch <"$p" || rrxe_die "patch $(basename "$p") does not apply"
+	done
+	for f in $files; do
+		cmp -s "$stage/$f" "$KSRC/$f" || cp "$stage/$f" "$KSRC/$f"
+	done
+	rm -rf "$stage"
+}
+
+# --- config ----------------------------------------------------------------------------
+configure() {
+	local frag=$REPO/scripts/config/rrxe.config stamp=$KOUT/.rrxe-config-stamp sum
+	sum=$(cat "$frag" "$REPO"/patches/*.patch "$REPO/drivers/infiniband/sw/rrxe/Kconfig" | sha256sum | cut -d' ' -f1)
+	[ -f "$KOUT/.config" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ] && return 0
+	rrxe_log "configuring (tinyconfig + $(basename "$frag"))"
+	mkdir -p "$KOUT"
+	make -s "${MK[@]}" tinyconfig >/dev/null
+	"$KSRC/scripts/kconfig/merge_config.sh" -m -O "$KOUT" "$KOUT/.config" "$frag" >/dev/null
+	make -s "${MK[@]}" olddefconfig >/dev/null
+	local bad=0 line
+	while IFS= read -r line; do
+		case "$line" in
+		CONFIG_*=*) grep -qxF "$line" "$KOUT/.config" || { rrxe_log "config did not stick: $line"; bad=1; } ;;
+		"# CONFIG_"*" is not set")
+			local opt=${line#\# }; opt=${opt%% *}
+			grep -q "^$opt=" "$KOUT/.config" && { rrxe_log "config did not stick: $line"; bad=1; } ;;
+		esac
+	done <"$frag"
+	[ $bad = 0 ] || { make -s "${MK[@]}" rustavailable || true; rrxe_die "kernel configuration incomplete"; }
+	echo "$sum" >"$stamp"
+}
+
+full_inputs_sum() {
+	(cd "$REPO" && find rust patches scripts/config -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
+}
+
+overlay
+configure
+stamp=$KOUT/.rrxe-full-stamp
+sum=$(full_inputs_sum)
+t0=$(date +%s)
+if [ "$FORCE_FULL" = --full ] || [ ! -f "$KOUT/arch/x86/boot/bzImage" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
+	rrxe_log "full build (bzImage + modules), -j$JOBS"
+	make -s "${MK[@]}" -j"$JOBS" bzImage modules
+	rm -rf "$MODSTAGE"
+	make -s "${MK[@]}" INSTALL_MOD_PATH="$MODSTAGE" INSTALL_MOD_STRIP=1 modules_install >/dev/null
+	echo "$sum" >"$stamp"
+else
+	rrxe_log "module-only build (drivers/infiniband/sw/rrxe)"
+	make -s "${MK[@]}" -j"$JOBS" drivers/infiniband/sw/rrxe/rdma_rrxe.ko
+	dst=$(find "$MODSTAGE/lib/modules" -name rdma_rrxe.ko | head -1)
+	[ -n "$dst" ] || rrxe_die "no installed rdma_rrxe.ko; run kernel.sh --full"
+	cmp -s "$KOUT/drivers/infiniband/sw/rrxe/rdma_rrxe.ko" "$dst" ||
+		llvm-strip-19 --strip-debug -o "$dst" "$KOUT/drivers/infiniband/sw/rrxe/rdma_rrxe.ko"
+fi
+rrxe_log "build done in $(( $(date +%s) - t0 )) s"
+
+mkdir -p "$BUILD"
+ln -sfn "$KOUT/arch/x86/boot/bzImage" "$BUILD/bzImage"
+ln -sfn "$(ls -d "$MODSTAGE"/lib/modules/* | head -1)" "$BUILD/modules"

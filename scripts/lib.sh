@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: GPL-2.0
+# Common settings for the rrxe scripts. Source it; it sets paths and the kernel make line.
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${RRXE_CACHE:-$HOME/.cache/rrxe}
+LINUX_VER=7.3.4
+KSRC=$CACHE/linux-$LINUX_VER          # extracted source + rrxe overlay
+KOUT=$CACHE/build-$LINUX_VER          # O= build output
+MODSTAGE=$KOUT/staging                # modules_install target
+BUILD=$REPO/build                     # git-ignored links: bzImage, modules/, initramfs
+JOBS=${JOBS:-$(( $(nproc) + 1 ))}
+
+export PATH="$CACHE/tools/bin:$HOME/.cargo/bin:$PATH"
+export LIBCLANG_PATH=/usr/lib/llvm-19/lib
+
+rrxe_log() { printf '[%s] %s\n' "$(basename "$0" .sh)" "$*" >&2; }
+rrxe_die() { printf '[%s] ERROR: %s\n' "$(basename "$0" .sh)" "$*" >&2; exit 1; }
+
+rrxe_make_args() {
+	local rustc_ver
+	rustc_ver=$(rustc --version | awk '{print $2}')
+	MK=(-C "$KSRC" O="$KOUT" LLVM=-19 RUST_LIB_SRC="$CACHE/rust-src-$rustc_ver/library"
+	    KBUILD_BUILD_USER=rrxe KBUILD_BUILD_HOST=rrxe KBUILD_BUILD_TIMESTAMP='Thu Jan  1 00:00:00 UTC 2026')
+	[ -n "${CLIPPY:-}" ] && MK+=(CLIPPY=1)
+	return 0
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boots one or two QEMU (TCG) guests on build/bzImage + build/initramfs.cpio.gz and runs a
+# command script in each (as /run.sh, see scripts/guest/init).
+#
+#   qemu.sh [options] --out DIR SCRIPT_A [SCRIPT_B]
+#   qemu.sh --interactive [options]              one guest, shell on this terminal
+#                                                (Ctrl-A X quits QEMU)
+# Options:
+#   --out DIR        results: <g>.console (serial console), <g>.dmesg (full dmesg at the
+#                    end of the run), <g>.qemu.log (QEMU's stderr)
+#   --timeout SECS   kill the guests after SECS (default 300)
+#   --pcap FILE      capture the wire (guest a's netdev)
+#   --mem MB         guest memory (default 1024)
+#   --append ARGS    extra kernel command line arguments
+#   --file FILE      add FILE to /usr/local/bin of every guest (repeatable)
+#   --quiet          do not echo the consoles to stdout
+# Environment: RRXE_KERNEL (default build/bzImage), EXTRA_FILES (see initramfs.sh).
+#
+# Guest a is 192.0.2.1/24; with SCRIPT_B, guest b is 192.0.2.2/24 on the same wire (a TCP
+# socket on 127.0.0.1). The scripts synchronise themselves (see scripts/guest/lib.sh).
+# Prints one result line per guest; exits 0 only if every script exited 0.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+TIMEOUT=300 PCAP= MEM=1024 APPEND= INTERACTIVE= QUIET= OUT= FILES=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--timeout) TIMEOUT=$2; shift 2 ;;
+	--pcap) PCAP=$(realpath -m "$2"); shift 2 ;;
+	--mem) MEM=$2; shift 2 ;;
+	--append) APPEND=$2; shift 2 ;;
+	--file) FILES+=("$(realpath "$2")"); shift 2 ;;
+	--out) OUT=$2; shift 2 ;;
+	--interactive) INTERACTIVE=1; shift ;;
+	--quiet) QUIET=1; shift ;;
+	-h | --help) sed -n '3,/^set/{/^set/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+	-*) rrxe_die "unknown option $1 (see --help)" ;;
+	*) break ;;
+	esac
+done
+if [ -n "$INTERACTIVE" ]; then
+	[ $# = 0 ] || rrxe_die "--interactive takes no script"
+	[ -n "$OUT" ] || { OUT=$(mktemp -d); trap 'rm -rf "$OUT"' EXIT; }
+else
+	[ $# = 1 ] || [ $# = 2 ] || rrxe_die "usage: qemu.sh [options] --out DIR SCRIPT_A [SCRIPT_B]"
+	[ -n "$OUT" ] || rrxe_die "--out DIR is required"
+fi
+KERNEL=${RRXE_KERNEL:-$BUILD/bzImage}
+[ -e "$KERNEL" ] || rrxe_die "no $KERNEL: build the kernel first (scripts/kernel.sh)"
+"$REPO/scripts/initramfs.sh"
+mkdir -p "$OUT"
+OUT=$(realpath "$OUT")
+
+# mk_initrd NAME [SCRIPT]: the shared initramfs + a small archive with /run.sh and --file's.
+mk_initrd() {
+	local stage f
+	stage=$(mktemp -d)
+	mkdir -p "$stage/usr/local/bin"
+	[ -z "${2:-}" ] || install -m 755 "$2" "$stage/run.sh"
+	for f in "${FILES[@]}"; do cp "$f" "$stage/usr/local/bin/"; done
+	cp "$BUILD/initramfs.cpio.gz" "$OUT/$1.initrd"
+	(cd "$stage" && find . | cpio -o -H newc --owner=0:0 --quiet | gzip -1) >>"$OUT/$1.initrd"
+	rm -rf "$stage"
+}
+
+# qemu_args NAME IP PEER NETDEV: the command line of one guest.
+qemu_args() {
+	local mac=52:54:00:00:00:0${2##*.}
+	Q=(qemu-system-x86_64 -nodefaults -no-user-config -accel tcg -cpu max -smp 1 -m "$MEM"
+	   -display none -no-reboot -kernel "$KERNEL" -initrd "$OUT/$1.initrd"
+	   -append "console=ttyS0 panic=-1 loglevel=7 printk.devkmsg=on rrxe.name=$1 rrxe.ip=$2/24${3:+ rrxe.peer=$3} $APPEND"
+	   -netdev "$4" -device virtio-net-pci,netdev=n0,mac="$mac")
+	[ -z "$PCAP" ] || [ "$1" != a ] || Q+=(-object filter-dump,id=f0,netdev=n0,file="$PCAP")
+}
+
+if [ -n "$INTERACTIVE" ]; then
+	mk_initrd a
+	qemu_args a 192.0.2.1 "" user,id=n0,restrict=on
+	"${Q[@]}" -serial mon:stdio
+	exit
+fi
+
+# --- batch run -------------------------------------------------------------------------
+NAMES=(a) IPS=(192.0.2.1) SCRIPTS=("$1")
+[ $# = 1 ] || { NAMES+=(b); IPS+=(192.0.2.2); SCRIPTS+=("$2"); }
+declare -A SPID=() DONE=()
+cleanup() {
+	local n p
+	for n in "${!SPID[@]}"; do
+		[ -n "${DONE[$n]:-}" ] && continue
+		for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$OUT/$n.pid" ] && break; sleep 0.1; done
+		p=$(cat "$OUT/$n.pid" 2>/dev/null) && kill "$p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# run_guest NAME: QEMU with the console piped to <name>.console (and stdout); background.
+run_guest() {
+	local n=$1
+	rm -f "$OUT/$n".{pid,console,dmesg,timeout}
+	(
+		set +o pipefail
+		"${Q[@]}" -pidfile "$OUT/$n.pid" -serial stdio -serial "file:$OUT/$n.dmesg" \
+			</dev/null 2>"$OUT/$n.qemu.log" |
+			if [ -n "$QUIET" ]; then sed 's/\r$//' >"$OUT/$n.console"
+			else sed -u 's/\r$//' | tee "$OUT/$n.console" | sed -u "s/^/[$n] /"; fi
+	) &
+	SPID[$n]=$!
+}
+
+port=
+if [ ${#NAMES[@]} = 2 ]; then
+	while [ -z "$port" ] || [ -n "$(ss -Hltn "sport = :$port")" ]; do port=$((20000 + RANDOM % 30000)); done
+fi
+t0=$SECONDS t0r=$EPOCHREALTIME
+for i in "${!NAMES[@]}"; do
+	n=${NAMES[$i]} peer=
+	[ -z "$port" ] || peer=${IPS[1 - i]}
+	mk_initrd "$n" "${SCRIPTS[$i]}"
+	if [ -z "$port" ]; then net=user,id=n0,restrict=on
+	elif [ "$n" = a ]; then net=socket,id=n0,listen=127.0.0.1:$port
+	else
+		# guest b connects: wait until guest a's QEMU listens
+		for _ in $(seq 100); do [ -n "$(ss -Hltn "sport = :$port")" ] && break; sleep 0.05; done
+		net=socket,id=n0,connect=127.0.0.1:$port
+	fi
+	qemu_args "$n" "${IPS[$i]}" "$peer" "$net"
+	run_guest "$n"
+done
+
+declare -A T=()
+while [ ${#DONE[@]} -lt ${#NAMES[@]} ]; do
+	for n in "${NAMES[@]}"; do
+		[ -z "${DONE[$n]:-}" ] && ! kill -0 "${SPID[$n]}" 2>/dev/null && { DONE[$n]=1; T[$n]=$EPOCHREALTIME; }
+	done
+	if [ $((SECONDS - t0)) -ge "$TIMEOUT" ]; then
+		for n in "${NAMES[@]}"; do [ -n "${DONE[$n]:-}" ] || touch "$OUT/$n.timeout"; done
+		cleanup
+		for n in "${NAMES[@]}"; do [ -n "${T[$n]:-}" ] || T[$n]=$EPOCHREALTIME; DONE[$n]=1; done
+	fi
+	sleep 0.1
+done
+wait
+
+status=0
+for n in "${NAMES[@]}"; do
+	c=$OUT/$n.console rc=$(grep -ao 'RRXE-EXIT [0-9]*' "$OUT/$n.console" 2>/dev/null | tail -1 | cut -d' ' -f2) || true
+	if [ -e "$OUT/$n.timeout" ]; then res=TIMEOUT
+	elif [ "$rc" = 0 ]; then res=PASS
+	elif [ -n "$rc" ]; then res="FAIL (exit $rc)"
+	elif grep -aq 'Kernel panic' "$c"; then res=PANIC
+	else res="NO-EXIT ($(tail -1 "$OUT/$n.qemu.log" 2>/dev/null))"
+	fi
+	grep -aqE 'WARNING:|BUG:|Oops|Call Trace' "$c" 2>/dev/null && res+=" [kernel warnings in console]"
+	[ "$rc" = 0 ] && [ ! -e "$OUT/$n.timeout" ] || status=1
+	printf 'guest %s: %s in %.1f s (%s)\n' "$n" "$res" "$(echo "${T[$n]} - $t0r" | bc)" "$c"
+done
+exit $status

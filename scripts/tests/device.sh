@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Guest script (one guest): the rrxe device as rdma-core and ib_core see it, through its whole
+# life: module load (KUnit suites run then), rdma link add/del, netdevice MTU changes, link
+# down/up, netdevice removal, module unload with devices, exclusion of rdma_rxe, leaks.
+# Prints `RRXE-TEST <name> ok|FAIL ...` per check; exits non-zero if any failed.
+. /usr/local/lib/rrxe/lib.sh
+
+FAILED=0
+ok() { echo "RRXE-TEST $1 ok"; }
+bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
+# check NAME CMD...: one test per command.
+check() { local n=$1; shift; if "$@"; then ok "$n"; else bad "$n" "$*"; fi; }
+# devinfo_has PATTERN: ibv_devinfo -v of rrxe0 (through rdma-core's rxe provider) matches.
+devinfo_has() { ibv_devinfo -v -d rrxe0 >/tmp/devinfo 2>&1 && grep -Eq "$1" /tmp/devinfo || { cat /tmp/devinfo; return 1; }; }
+listed() { ibv_devices 2>&1 | grep -qw "$1"; }
+not_listed() { ! listed "$1"; }
+sysfs() { [ "$(cat "$1" 2>/dev/null)" = "$2" ] || { echo "$1: '$(cat "$1" 2>&1)' != '$2'"; return 1; }; }
+wait_gone() { retry 50 0.1 not_listed "$1"; }
+mtu_is() { ip link set eth0 mtu "$1" && retry 20 0.1 devinfo_has "active_mtu:[[:space:]]+$2 "; }
+
+kmemleak_clear
+
+# Module load: KUnit suites of the driver run and print KTAP to the console.
+check module_load modprobe rdma_rrxe
+check link_add rdma link add rrxe0 type rrxe netdev eth0
+check ibv_devices_lists_rrxe0 listed rrxe0
+# Listing alone proves rdma-core bound its rxe provider: "rrxe0" does not match the
+# provider's name pattern, only RDMA_DRIVER_RXE does.
+check uverbs_abi_version sysfs /sys/class/infiniband_verbs/uverbs0/abi_version 2
+check node_type sysfs /sys/class/infiniband/rrxe0/node_type "1: CA"
+check port_active devinfo_has "state:[[:space:]]+PORT_ACTIVE \(4\)"
+check phys_state_link_up devinfo_has "phys_state:[[:space:]]+LINK_UP \(5\)"
+check link_layer_ethernet devinfo_has "link_layer:[[:space:]]+Ethernet"
+check transport_ib devinfo_has "transport:[[:space:]]+InfiniBand \(0\)"
+check active_mtu_from_netdev devinfo_has "active_mtu:[[:space:]]+1024 \(3\)"
+check max_mtu_4096 devinfo_has "max_mtu:[[:space:]]+4096 \(5\)"
+check vendor_id devinfo_has "vendor_id:[[:space:]]+0xffffff"
+mac=$(cat /sys/class/net/eth0/address)
+set -- $(echo "$mac" | tr : ' ')
+guid=$(printf '%02x%s:%sff:fe%s:%s%s' $((0x$1 ^ 2)) "$2" "$3" "$4" "$5" "$6")
+check node_guid_eui64 devinfo_has "node_guid:[[:space:]]+$guid"
+check roce_v2_gid_ipv4 rrxe_gid_index rrxe0
+check gid_in_devinfo devinfo_has "GID\[ *[0-9]+\]:.*::ffff:$RRXE_IP, RoCE v2"
+check pkey_default sysfs /sys/class/infiniband/rrxe0/ports/1/pkeys/0 0xffff
+check one_pkey_only test ! -e /sys/class/infiniband/rrxe0/ports/1/pkeys/1
+check rdma_dev_show sh -c 'rdma dev show rrxe0 | grep -q "node_guid $guid"'
+check duplicate_link_rejected sh -c '! rdma link add rrxe9 type rrxe netdev eth0 2>/dev/null'
+check missing_netdev_rejected sh -c '! rdma link add rrxe9 type rrxe netdev nosuch0 2>/dev/null'
+check many_contexts sh -c 'for i in $(seq 30); do ibv_devinfo -d rrxe0 >/dev/null || exit 1; done'
+
+# Netdevice changes.
+check mtu_4200_gives_4096 mtu_is 4200 4096
+check mtu_2200_gives_2048 mtu_is 2200 2048
+check mtu_1500_gives_1024 mtu_is 1500 1024
+ip link set eth0 down
+check link_down_port_down retry 20 0.1 devinfo_has "state:[[:space:]]+PORT_DOWN \(1\)"
+check link_down_phys_disabled devinfo_has "phys_state:[[:space:]]+DISABLED \(3\)"
+ip link set eth0 up
+check link_up_port_active retry 50 0.1 devinfo_has "state:[[:space:]]+PORT_ACTIVE \(4\)"
+
+# rdma link del, then a device whose netdevice disappears.
+check link_del rdma link del rrxe0
+check link_del_gone wait_gone rrxe0
+check link_readd rdma link add rrxe0 type rrxe netdev eth0
+ip link add dummy0 type dummy && ip link set dummy0 up
+check link_add_dummy rdma link add rrxe1 type rrxe netdev dummy0
+check dummy_listed listed rrxe1
+ip link del dummy0
+check netdev_removal_unregisters wait_gone rrxe1
+check other_device_survives listed rrxe0
+
+# Module unload with a live device; the C driver is kept out while rrxe is loaded.
+check rdma_rxe_refused sh -c '! modprobe rdma_rxe 2>/dev/null'
+check rmmod_with_device rmmod rdma_rrxe
+check rmmod_gone not_listed rrxe0
+check rdma_rxe_loads modprobe rdma_rxe
+check rrxe_refused_beside_rdma_rxe sh -c '! modprobe rdma_rrxe 2>/dev/null'
+check rdma_rxe_unloads rmmod rdma_rxe
+check module_reload modprobe rdma_rrxe
+check link_after_reload rdma link add rrxe0 type rrxe netdev eth0
+check devinfo_after_reload devinfo_has "state:[[:space:]]+PORT_ACTIVE"
+check final_rmmod rmmod rdma_rrxe
+
+check no_kmemleak kmemleak_check
+check dmesg_clean dmesg_check
+exit $FAILED

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Target selection for every opcode, both sides and both directions.
+
+use rrxe_proto::opcode::{Opcode, OPCODE_TABLE};
+use rrxe_proto::target::{select, Access, Addressing, Dir, Side, Target};
+
+/// Expected answers per opcode: requester gather, requester scatter, responder gather,
+/// responder scatter. `-` = no such transfer; otherwise `sw`/`wire` and the access right
+/// (`lr` local read, `lw` local write, `rr` remote read, `rw` remote write, `ra` remote
+/// atomic, `rf` remote flush).
+const EXPECTED: &[(&str, [&str; 4])] = &[
+    ("SEND_FIRST", ["sw:lr", "-", "-", "sw:lw"]),
+    ("SEND_MIDDLE", ["sw:lr", "-", "-", "sw:lw"]),
+    ("SEND_LAST", ["sw:lr", "-", "-", "sw:lw"]),
+    ("SEND_LAST_WITH_IMMEDIATE", ["sw:lr", "-", "-", "sw:lw"]),
+    ("SEND_ONLY", ["sw:lr", "-", "-", "sw:lw"]),
+    ("SEND_ONLY_WITH_IMMEDIATE", ["sw:lr", "-", "-", "sw:lw"]),
+    ("SEND_LAST_WITH_INVALIDATE", ["sw:lr", "-", "-", "sw:lw"]),
+    ("SEND_ONLY_WITH_INVALIDATE", ["sw:lr", "-", "-", "sw:lw"]),
+    ("RDMA_WRITE_FIRST", ["sw:lr", "-", "-", "wire:rw"]),
+    ("RDMA_WRITE_MIDDLE", ["sw:lr", "-", "-", "wire:rw"]),
+    ("RDMA_WRITE_LAST", ["sw:lr", "-", "-", "wire:rw"]),
+    (
+        "RDMA_WRITE_LAST_WITH_IMMEDIATE",
+        ["sw:lr", "-", "-", "wire:rw"],
+    ),
+    ("RDMA_WRITE_ONLY", ["sw:lr", "-", "-", "wire:rw"]),
+    (
+        "RDMA_WRITE_ONLY_WITH_IMMEDIATE",
+        ["sw:lr", "-", "-", "wire:rw"],
+    ),
+    ("RDMA_READ_REQUEST", ["-", "-", "wire:rr", "-"]),
+    ("RDMA_READ_RESPONSE_FIRST", ["-", "sw:lw", "wire:rr", "-"]),
+    ("RDMA_READ_RESPONSE_MIDDLE", ["-", "sw:lw", "wire:rr", "-"]),
+    ("RDMA_READ_RESPONSE_LAST", ["-", "sw:lw", "wire:rr", "-"]),
+    ("RDMA_READ_RESPONSE_ONLY", ["-", "sw:lw", "wire:rr", "-"]),
+    ("ACKNOWLEDGE", ["-", "-", "-", "-"]),
+    ("ATOMIC_ACKNOWLEDGE", ["-", "sw:lw", "-", "-"]),
+    ("COMPARE_SWAP", ["-", "-", "wire:ra", "wire:ra"]),
+    ("FETCH_ADD", ["-", "-", "wire:ra", "wire:ra"]),
+    ("FLUSH", ["-", "-", "-", "wire:rf"]),
+    ("ATOMIC_WRITE", ["sw:lr", "-", "-", "wire:rw"]),
+    ("CNP", ["-", "-", "-", "-"]),
+];
+
+fn code(t: Option<Target>) -> String {
+    let Some(t) = t else { return "-".into() };
+    let a = match t.addressing {
+        Addressing::Software => "sw",
+        Addressing::Wire => "wire",
+    };
+    let r = match t.access {
+        Access::LocalRead => "lr",
+        Access::LocalWrite => "lw",
+        Access::RemoteRead => "rr",
+        Access::RemoteWrite => "rw",
+        Access::RemoteAtomic => "ra",
+        Access::RemoteFlush => "rf",
+    };
+    format!("{a}:{r}")
+}
+
+#[test]
+fn every_opcode_side_and_direction() {
+    for row in OPCODE_TABLE {
+        let op = row
+            .name
+            .split_once('_')
+            .map_or(row.name, |(t, rest)| match t {
+                "RC" | "UC" | "RD" | "UD" => rest,
+                _ => row.name,
+            });
+        let (_, expected) = EXPECTED
+            .iter()
+            .find(|(n, _)| *n == op)
+            .unwrap_or_else(|| panic!("no expectation for {}", row.name));
+        let got = [
+            code(select(row, Side::Requester, Dir::Gather)),
+            code(select(row, Side::Requester, Dir::Scatter)),
+            code(select(row, Side::Responder, Dir::Gather)),
+            code(select(row, Side::Responder, Dir::Scatter)),
+        ];
+        assert_eq!(got, *expected, "{}", row.name);
+    }
+}
+
+#[test]
+fn the_trap_and_friends() {
+    let sel = |op: Opcode, side, dir| select(op.info().unwrap(), side, dir);
+    // A responder-side gather that is wire-named: RDMA READ.
+    let read = sel(Opcode::RC_RDMA_READ_REQUEST, Side::Responder, Dir::Gather).unwrap();
+    assert_eq!(read.addressing, Addressing::Wire);
+    assert_eq!(read.access, Access::RemoteRead);
+    // SEND has no wire-named target anywhere.
+    for side in [Side::Requester, Side::Responder] {
+        for dir in [Dir::Gather, Dir::Scatter] {
+            let t = sel(Opcode::RC_SEND_ONLY, side, dir);
+            assert!(t.is_none_or(|t| t.addressing == Addressing::Software));
+            assert!(sel(Opcode::RC_ACKNOWLEDGE, side, dir).is_none());
+        }
+    }
+    // WRITE with immediate: wire-named payload plus one receive WQE for the immediate.
+    let wi = Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+    let t = sel(wi, Side::Responder, Dir::Scatter).unwrap();
+    assert_eq!(t.addressing, Addressing::Wire);
+    assert!(wi.info().unwrap().consumes_rwqe());
+    assert!(!Opcode::RC_RDMA_WRITE_ONLY.info().unwrap().consumes_rwqe());
+    // UD SEND lands in a posted receive WQE like RC.
+    let ud = sel(Opcode::UD_SEND_ONLY, Side::Responder, Dir::Scatter).unwrap();
+    assert_eq!(ud.access, Access::LocalWrite);
+}
