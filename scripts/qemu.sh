@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Boots one or two QEMU (TCG) guests on build/bzImage + build/initramfs.cpio.gz and runs a
+# Boots one or two QEMU (TCG) guests on build/bzImage + build/initramfs.cpio and runs a
 # command script in each (as /run.sh, see scripts/guest/init).
 #
 #   qemu.sh [options] --out DIR SCRIPT_A [SCRIPT_B]
@@ -9,14 +9,16 @@
 #                                                (Ctrl-A X quits QEMU)
 # Options:
 #   --out DIR        results: <g>.console (serial console), <g>.dmesg (full dmesg at the
-#                    end of the run), <g>.qemu.log (QEMU's stderr)
+#                    end of the run; scripts/ktap.sh extracts KUnit results from either),
+#                    <g>.qemu.log (QEMU's stderr)
 #   --timeout SECS   kill the guests after SECS (default 300)
 #   --pcap FILE      capture the wire (guest a's netdev)
 #   --mem MB         guest memory (default 1024)
 #   --append ARGS    extra kernel command line arguments
 #   --file FILE      add FILE to /usr/local/bin of every guest (repeatable)
 #   --quiet          do not echo the consoles to stdout
-# Environment: RRXE_KERNEL (default build/bzImage), EXTRA_FILES (see initramfs.sh).
+# Environment: RRXE_KERNEL (default build/bzImage), EXTRA_FILES (see initramfs.sh),
+#   RRXE_TSC_KHZ (guest TSC frequency, default: the host's; 0: none, time from jiffies).
 #
 # Guest a is 192.0.2.1/24; with SCRIPT_B, guest b is 192.0.2.2/24 on the same wire (a TCP
 # socket on 127.0.0.1). The scripts synchronise themselves (see scripts/guest/lib.sh).
@@ -49,9 +51,10 @@ else
 fi
 KERNEL=${RRXE_KERNEL:-$BUILD/bzImage}
 [ -e "$KERNEL" ] || rrxe_die "no $KERNEL: build the kernel first (scripts/kernel.sh)"
-"$REPO/scripts/initramfs.sh"
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
+NAMES=(a) IPS=(192.0.2.1) SCRIPTS=("${1:-}")
+[ $# -lt 2 ] || { NAMES+=(b); IPS+=(192.0.2.2); SCRIPTS+=("$2"); }
 
 # mk_initrd NAME [SCRIPT]: the shared initramfs + a small archive with /run.sh and --file's.
 mk_initrd() {
@@ -59,32 +62,51 @@ mk_initrd() {
 	stage=$(mktemp -d)
 	mkdir -p "$stage/usr/local/bin"
 	[ -z "${2:-}" ] || install -m 755 "$2" "$stage/run.sh"
-	for f in "${FILES[@]}"; do cp "$f" "$stage/usr/local/bin/"; done
-	cp "$BUILD/initramfs.cpio.gz" "$OUT/$1.initrd"
-	(cd "$stage" && find . | cpio -o -H newc --owner=0:0 --quiet | gzip -1) >>"$OUT/$1.initrd"
+	for f in "${FILES[@]}"; do install -m 755 "$f" "$stage/usr/local/bin/"; done
+	cp "$BUILD/initramfs.cpio" "$OUT/$1.initrd"
+	(cd "$stage" && find . | cpio -o -H newc --owner=0:0 --quiet) >>"$OUT/$1.initrd"
 	rm -rf "$stage"
 }
+
+# Concurrent runs may want different initramfs contents (EXTRA_FILES): build and copy
+# under a lock.
+exec 9>"$BUILD/.initramfs.lock"
+flock 9
+"$REPO/scripts/initramfs.sh"
+for i in "${!NAMES[@]}"; do mk_initrd "${NAMES[$i]}" "${SCRIPTS[$i]}"; done
+exec 9>&-
+
+# The guest kernel has no reference clock (no ACPI, so no HPET/PM timer) and would keep
+# time in jiffies, which lag under TCG. Its TSC is the host's: pass the host frequency.
+tsc_khz() {
+	local mhz
+	[ -z "${RRXE_TSC_KHZ:-}" ] || { echo "$RRXE_TSC_KHZ"; return; }
+	grep -qw constant_tsc /proc/cpuinfo || { echo 0; return; }
+	mhz=$(dmesg 2>/dev/null | sed -n 's/.*tsc: Detected \([0-9.]*\) MHz.*/\1/p
+		s/.*tsc: Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' | tail -1)
+	[ -n "$mhz" ] || mhz=$(awk '/^cpu MHz/ {print $4; exit}' /proc/cpuinfo)
+	awk -v m="${mhz:-0}" 'BEGIN {printf "%d\n", m * 1000}'
+}
+TSC=$(tsc_khz)
+[ "$TSC" = 0 ] || APPEND="tsc_early_khz=$TSC tsc=reliable $APPEND"
 
 # qemu_args NAME IP PEER NETDEV: the command line of one guest.
 qemu_args() {
 	local mac=52:54:00:00:00:0${2##*.}
 	Q=(qemu-system-x86_64 -nodefaults -no-user-config -accel tcg -cpu max -smp 1 -m "$MEM"
 	   -display none -no-reboot -kernel "$KERNEL" -initrd "$OUT/$1.initrd"
-	   -append "console=ttyS0 panic=-1 loglevel=7 printk.devkmsg=on rrxe.name=$1 rrxe.ip=$2/24${3:+ rrxe.peer=$3} $APPEND"
+	   -append "console=ttyS0 panic=-1 loglevel=7 printk.devkmsg=on rrxe.name=$1 rrxe.ip=$2/24${3:+ rrxe.peer=$3} rrxe.timeout=$((TIMEOUT + 10)) $APPEND"
 	   -netdev "$4" -device virtio-net-pci,netdev=n0,mac="$mac")
 	[ -z "$PCAP" ] || [ "$1" != a ] || Q+=(-object filter-dump,id=f0,netdev=n0,file="$PCAP")
 }
 
 if [ -n "$INTERACTIVE" ]; then
-	mk_initrd a
 	qemu_args a 192.0.2.1 "" user,id=n0,restrict=on
 	"${Q[@]}" -serial mon:stdio
 	exit
 fi
 
 # --- batch run -------------------------------------------------------------------------
-NAMES=(a) IPS=(192.0.2.1) SCRIPTS=("$1")
-[ $# = 1 ] || { NAMES+=(b); IPS+=(192.0.2.2); SCRIPTS+=("$2"); }
 declare -A SPID=() DONE=()
 cleanup() {
 	local n p
@@ -94,6 +116,7 @@ cleanup() {
 		p=$(cat "$OUT/$n.pid" 2>/dev/null) && kill "$p" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
+	rm -f "$OUT"/*.initrd
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -120,7 +143,6 @@ t0=$SECONDS t0r=$EPOCHREALTIME
 for i in "${!NAMES[@]}"; do
 	n=${NAMES[$i]} peer=
 	[ -z "$port" ] || peer=${IPS[1 - i]}
-	mk_initrd "$n" "${SCRIPTS[$i]}"
 	if [ -z "$port" ]; then net=user,id=n0,restrict=on
 	elif [ "$n" = a ]; then net=socket,id=n0,listen=127.0.0.1:$port
 	else
@@ -153,7 +175,7 @@ for n in "${NAMES[@]}"; do
 	elif [ "$rc" = 0 ]; then res=PASS
 	elif [ -n "$rc" ]; then res="FAIL (exit $rc)"
 	elif grep -aq 'Kernel panic' "$c"; then res=PANIC
-	else res="NO-EXIT ($(tail -1 "$OUT/$n.qemu.log" 2>/dev/null))"
+	else res="NO-EXIT $(tail -1 "$OUT/$n.qemu.log" 2>/dev/null)"
 	fi
 	grep -aqE 'WARNING:|BUG:|Oops|Call Trace' "$c" 2>/dev/null && res+=" [kernel warnings in console]"
 	[ "$rc" = 0 ] && [ ! -e "$OUT/$n.timeout" ] || status=1

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# Helpers for rrxe guest scripts (busybox sh). Installed as /usr/local/lib/rrxe/lib.sh;
-# use with `. /usr/local/lib/rrxe/lib.sh`. The environment from /init is available:
-# $RRXE_NAME, $RRXE_IP, $RRXE_PEER.
+# Helpers for rrxe guest scripts (run by /bin/sh, which is bash in the guest). Installed as
+# /usr/local/lib/rrxe/lib.sh; use with `. /usr/local/lib/rrxe/lib.sh`. The environment from
+# /init is available: $RRXE_NAME, $RRXE_IP, $RRXE_PEER.
 
 log() { echo ">> $*"; }
 die() { echo ">> FAIL: $*"; exit 1; }

@@ -63,10 +63,10 @@ check link_up_port_active retry 50 0.1 devinfo_has "state:[[:space:]]+PORT_ACTIV
 check link_del rdma link del rrxe0
 check link_del_gone wait_gone rrxe0
 check link_readd rdma link add rrxe0 type rrxe netdev eth0
-ip link add dummy0 type dummy && ip link set dummy0 up
-check link_add_dummy rdma link add rrxe1 type rrxe netdev dummy0
+ip link add rrxed0 type dummy && ip link set rrxed0 up
+check link_add_dummy rdma link add rrxe1 type rrxe netdev rrxed0
 check dummy_listed listed rrxe1
-ip link del dummy0
+ip link del rrxed0
 check netdev_removal_unregisters wait_gone rrxe1
 check other_device_survives listed rrxe0
 

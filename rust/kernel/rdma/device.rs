@@ -21,7 +21,8 @@
 use super::netdev::NetDevice;
 use crate::{
     alloc::allocator::Kmalloc,
-    bindings, container_of,
+    bindings,
+    container_of,
     error::{from_result, to_result},
     prelude::*,
     str::CStrExt,
@@ -554,7 +555,8 @@ impl<T: Driver> UnregisteredDevice<T> {
                 *d = *s as c_char;
             }
             if params.name_assigned_by_user {
-                (*ib).name_assign_type = bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
+                (*ib).name_assign_type =
+                    bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
             }
             bindings::ib_set_device_ops(ib, &DeviceVTable::<T>::VTABLE);
         }
@@ -579,7 +581,9 @@ impl<T: Driver> UnregisteredDevice<T> {
         // SAFETY: `ib` is allocated and unregistered; `name` is NUL-terminated. A null DMA
         // device selects virtual DMA (the core stores kernel virtual addresses in the
         // scatterlists it maps for this device).
-        to_result(unsafe { bindings::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut()) })?;
+        to_result(unsafe {
+            bindings::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut())
+        })?;
         // The core owns the device now; it may already be gone if it was unregistered
         // concurrently, so it must not be touched again.
         core::mem::forget(self);

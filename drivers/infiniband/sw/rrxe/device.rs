@@ -43,11 +43,17 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
         return Err(EPERM);
     }
     if Device::<Rrxe>::get_by_netdev(ndev).is_some() {
-        pr_err!("{} already has an rrxe device\n", ndev.name().to_str().unwrap_or("?"));
+        pr_err!(
+            "{} already has an rrxe device\n",
+            ndev.name().to_str().unwrap_or("?")
+        );
         return Err(EEXIST);
     }
     let Some(mac) = ndev.eth_addr() else {
-        pr_err!("{} has no Ethernet address\n", ndev.name().to_str().unwrap_or("?"));
+        pr_err!(
+            "{} has no Ethernet address\n",
+            ndev.name().to_str().unwrap_or("?")
+        );
         return Err(EINVAL);
     };
     let guid = params::guid_from_mac(mac);

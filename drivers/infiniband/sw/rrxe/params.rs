@@ -30,7 +30,16 @@ pub(crate) fn roce_mtu(ndev_mtu: u32) -> Mtu {
 
 /// The modified EUI-64 of a MAC address, used as node and port GUID (host byte order).
 pub(crate) fn guid_from_mac(mac: [u8; 6]) -> u64 {
-    u64::from_be_bytes([mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]])
+    u64::from_be_bytes([
+        mac[0] ^ 2,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ])
 }
 
 #[kunit_tests(rrxe_params)]

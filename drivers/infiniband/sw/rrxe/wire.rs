@@ -52,9 +52,14 @@ mod tests {
     fn kernel_crc32_matches_wire_core() {
         let mut buf = [0u8; 600];
         fill(&mut buf, 0x1234_5678);
-        for len in [0usize, 1, 3, 4, 7, 8, 15, 16, 63, 64, 65, 255, 256, 599, 600] {
+        for len in [
+            0usize, 1, 3, 4, 7, 8, 15, 16, 63, 64, 65, 255, 256, 599, 600,
+        ] {
             for seed in [0u32, !0, 0xdebb_20e3] {
-                assert_eq!(kernel_crc32(seed, &buf[..len]), crc32::crc32_le(seed, &buf[..len]));
+                assert_eq!(
+                    kernel_crc32(seed, &buf[..len]),
+                    crc32::crc32_le(seed, &buf[..len])
+                );
             }
         }
     }
@@ -98,9 +103,14 @@ mod tests {
         // payload looks well formed and only the ICRC catches it.
         for len in 0..body.len() {
             let cut = &body[..len];
-            assert!(packet::parse(cut).is_err() || icrc::verify(&kernel_crc32, ip, udp, cut).is_err());
+            assert!(
+                packet::parse(cut).is_err() || icrc::verify(&kernel_crc32, ip, udp, cut).is_err()
+            );
         }
-        assert_eq!(packet::parse(&body[..11]).err(), Some(ParseError::Truncated));
+        assert_eq!(
+            packet::parse(&body[..11]).err(),
+            Some(ParseError::Truncated)
+        );
     }
 
     #[test]
@@ -138,7 +148,10 @@ mod tests {
         assert!(select(send, Side::Responder, Dir::Gather).is_none());
         let cas = info(Opcode::RC_COMPARE_SWAP).ok_or(EINVAL)?;
         let t = select(cas, Side::Responder, Dir::Scatter).ok_or(EINVAL)?;
-        assert_eq!((t.addressing, t.access), (Addressing::Wire, Access::RemoteAtomic));
+        assert_eq!(
+            (t.addressing, t.access),
+            (Addressing::Wire, Access::RemoteAtomic)
+        );
         Ok(())
     }
 }

@@ -5,8 +5,10 @@
 //! Usage: `rrxe-decode [--summary] [--no-fail] FILE...`
 //!
 //! Frames that are not RoCEv2 (Ethernet, optional VLAN, IPv4/IPv6, UDP port 4791) are
-//! skipped and counted. The exit code is 1 if any RoCEv2 packet is malformed or has a bad
-//! ICRC (unless `--no-fail`), 2 on usage or file errors.
+//! skipped and counted. Each packet is parsed, its ICRC checked, and it is rebuilt from the
+//! parsed fields, which must give the received bytes. The exit code is 1 if any RoCEv2
+//! packet is malformed, has a bad ICRC or rebuilds differently (unless `--no-fail`), 2 on
+//! usage or file errors.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -23,6 +25,7 @@ struct Counts {
     skipped: usize,
     malformed: usize,
     bad_icrc: usize,
+    bad_rebuild: usize,
 }
 
 fn addresses(frame: &RoceFrame<'_>) -> String {
@@ -170,7 +173,15 @@ fn decode_file(path: &str, summary: bool, counts: &mut Counts) -> bool {
                         String::from("BAD(truncated)")
                     }
                 };
-                format!("{} icrc={icrc}", describe(&pkt))
+                // Rebuilding from the parsed fields must give the received bytes.
+                let rebuild = match capture::rebuild(&roce, &pkt) {
+                    Ok(bytes) if bytes == roce.payload => "",
+                    _ => {
+                        counts.bad_rebuild += 1;
+                        " rebuild=DIFFERS"
+                    }
+                };
+                format!("{} icrc={icrc}{rebuild}", describe(&pkt))
             }
             Err(e) => {
                 counts.malformed += 1;
@@ -218,11 +229,12 @@ fn main() -> ExitCode {
         }
         println!("{:8} malformed", counts.malformed);
         println!("{:8} bad ICRC", counts.bad_icrc);
+        println!("{:8} rebuilt differently", counts.bad_rebuild);
     }
     println!("{:8} non-RoCE frames skipped", counts.skipped);
     if !readable {
         ExitCode::from(2)
-    } else if fail && counts.malformed + counts.bad_icrc > 0 {
+    } else if fail && counts.malformed + counts.bad_icrc + counts.bad_rebuild > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
