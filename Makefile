@@ -38,7 +38,7 @@ demo: setup
 	scripts/demo.sh
 
 shell: initramfs
-	scripts/qemu.sh --interactive --out build/shell
+	scripts/qemu.sh --interactive --append rrxe.load=rdma_rrxe --out build/shell
 
 fuzz:
 	tools/rrxe/fuzz.sh $(FUZZ_SECONDS)
