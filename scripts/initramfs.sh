@@ -9,6 +9,9 @@
 #   initramfs.sh [FILE...]       FILEs (and $EXTRA_FILES, space separated) go to
 #                                /usr/local/bin, with the libraries they need.
 #
+# The test programs in tools/testing/rrxe/*.c are compiled (against libibverbs) into
+# build/testbin/ and go to /usr/local/bin too.
+#
 # Nothing is rebuilt when the inputs (file list, sizes, mtimes, script contents) are
 # unchanged; FORCE=1 rebuilds anyway. Per-run files are added by scripts/qemu.sh.
 # /bin/sh is bash: Debian's static busybox runs its own applets in preference to $PATH
@@ -29,6 +32,17 @@ OUT=$BUILD/initramfs.cpio
 GUEST=$REPO/scripts/guest
 # shellcheck disable=SC2206
 EXTRA=("$@" ${EXTRA_FILES:-})
+
+# --- test programs ---------------------------------------------------------------------
+mkdir -p "$BUILD/testbin"
+for src in "$REPO"/tools/testing/rrxe/*.c; do
+	[ -e "$src" ] || continue
+	bin=$BUILD/testbin/$(basename "$src" .c)
+	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
+		gcc -O2 -g -Wall -Wextra -Werror -o "$bin" "$src" -libverbs || rrxe_die "cannot build $src"
+	fi
+	EXTRA+=("$bin")
+done
 
 # --- inputs ----------------------------------------------------------------------------
 bins=()

@@ -3,6 +3,7 @@
 #include <linux/if_vlan.h>
 #include <linux/netdevice.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #ifdef CONFIG_RUST_RDMA_ABSTRACTIONS
 __rust_helper void rust_helper_dev_hold(struct net_device *dev)
@@ -30,5 +31,18 @@ rust_helper_ib_get_curr_port_state(struct net_device *net_dev)
 __rust_helper bool rust_helper_is_vlan_dev(const struct net_device *dev)
 {
 	return is_vlan_dev(dev);
+}
+
+/* The driver udata of a verb, which the core passes embedded in its attribute bundle. */
+__rust_helper struct ib_udata *
+rust_helper_uverbs_bundle_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+
+/* rdma_udata_to_drv_context() without the container_of to the driver's type. */
+__rust_helper struct ib_ucontext *rust_helper_rdma_udata_ucontext(struct ib_udata *udata)
+{
+	return udata ? rdma_udata_to_uverbs_attr_bundle(udata)->context : NULL;
 }
 #endif

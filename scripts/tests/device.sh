@@ -48,6 +48,11 @@ check rdma_dev_show sh -c 'rdma dev show rrxe0 | grep -q "node_guid $guid"'
 check duplicate_link_rejected sh -c '! rdma link add rrxe9 type rrxe netdev eth0 2>/dev/null'
 check missing_netdev_rejected sh -c '! rdma link add rrxe9 type rrxe netdev nosuch0 2>/dev/null'
 check many_contexts sh -c 'for i in $(seq 30); do ibv_devinfo -d rrxe0 >/dev/null || exit 1; done'
+# Verbs objects through libibverbs and the rxe provider (PDs, CQs with their mapped rings).
+verbs_objects rrxe0 || FAILED=1
+# The objects it left open were destroyed when its context closed (restrack is empty).
+check no_pd_left sh -c '[ -z "$(rdma resource show pd dev rrxe0)" ]'
+check no_cq_left sh -c '[ -z "$(rdma resource show cq dev rrxe0)" ]'
 
 # Netdevice changes.
 check mtu_4200_gives_4096 mtu_is 4200 4096

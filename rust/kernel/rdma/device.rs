@@ -18,7 +18,12 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
-use super::netdev::NetDevice;
+use super::{
+    cq::{Cq, CqInit, NotifyFlags},
+    mmap,
+    netdev::NetDevice,
+    pd::Pd,
+};
 use crate::{
     alloc::allocator::Kmalloc,
     bindings,
@@ -311,6 +316,31 @@ impl UData {
         // SAFETY: By the type invariant, `self.0` is valid.
         unsafe { (*self.0.get()).outlen }
     }
+
+    /// Writes the driver's response to userspace.
+    ///
+    /// Fails with `EINVAL` if userspace provided less room than `data` needs (the response
+    /// size is part of the driver's ABI).
+    pub fn respond(&self, data: &[u8]) -> Result {
+        if self.out_len() < data.len() {
+            return Err(EINVAL);
+        }
+        // SAFETY: By the type invariant, `self.0` is valid.
+        let out = unsafe { (*self.0.get()).outbuf };
+        crate::uaccess::UserSlice::new(crate::uaccess::UserPtr::from_ptr(out), data.len())
+            .writer()
+            .write_slice(data)
+    }
+
+    /// Returns the user context of the verb this udata came with.
+    pub fn ucontext<T: Driver>(&self) -> Option<&UContext<T>> {
+        // SAFETY: `self.0` is the driver udata of a verb's attribute bundle; the context, if
+        // any, is alive during the verb and belongs to this driver's device.
+        unsafe {
+            let ctx = bindings::rdma_udata_ucontext(self.0.get());
+            ctx.cast::<UContext<T>>().as_ref()
+        }
+    }
 }
 
 /// The operations of an RDMA driver, called by the RDMA core (`struct ib_device_ops`).
@@ -324,6 +354,12 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Driver data of each user context.
     type UContext: Send + Sync;
+
+    /// Driver data of each protection domain.
+    type Pd: Send + Sync;
+
+    /// Driver data of each completion queue.
+    type Cq: Send + Sync;
 
     /// The driver id reported to userspace.
     const DRIVER_ID: DriverId;
@@ -353,6 +389,30 @@ pub trait Driver: Sized + Send + Sync + 'static {
         dev: &Device<Self>,
         udata: Option<&UData>,
     ) -> impl PinInit<Self::UContext, Error>;
+
+    /// Initialises the driver data of a new protection domain.
+    fn alloc_pd(dev: &Device<Self>, udata: Option<&UData>) -> impl PinInit<Self::Pd, Error>;
+
+    /// Prepares a new completion queue (allocations, the udata response) and returns the
+    /// initialiser of its driver data.
+    fn create_cq(
+        dev: &Device<Self>,
+        init: &CqInit<'_, Self>,
+    ) -> Result<impl PinInit<Self::Cq, Error>>;
+
+    /// Prepares the destruction of a completion queue; on success its data is dropped next.
+    fn destroy_cq(cq: &Cq<Self>) -> Result;
+
+    /// Arms the completion event of a completion queue; returns `true` if `flags` asked to
+    /// report missed events and completions are already queued.
+    ///
+    /// # Context
+    ///
+    /// May be called in atomic context.
+    fn req_notify_cq(cq: &Cq<Self>, flags: NotifyFlags) -> Result<bool>;
+
+    /// Resizes a user completion queue to at least `cqe` entries.
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: Option<&UData>) -> Result;
 }
 
 /// Pads `size_of::<T>()` to `T`'s alignment, so that kmalloc's alignment guarantee for that
@@ -392,7 +452,7 @@ impl<T: Driver> Device<T> {
     /// # Safety
     ///
     /// `ptr` is the `ib_device` of a `Device<T>` whose data is initialised for `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
         // SAFETY: By the type invariant `ib` is at offset 0, and the caller guarantees the
         // device and its data are alive for `'a`.
         unsafe { &*ptr.cast::<Self>() }
@@ -616,6 +676,11 @@ pub struct UContext<T: Driver> {
 }
 
 impl<T: Driver> UContext<T> {
+    /// Returns the raw `struct ib_ucontext`.
+    pub fn as_raw(&self) -> *mut bindings::ib_ucontext {
+        self.ib.get()
+    }
+
     /// Returns the driver data of the user context.
     pub fn data(&self) -> &T::UContext {
         &self.data
@@ -644,7 +709,17 @@ impl<T: Driver> DeviceVTable<T> {
         alloc_ucontext: Some(Self::alloc_ucontext_callback),
         dealloc_ucontext: Some(Self::dealloc_ucontext_callback),
         dealloc_driver: Some(Self::dealloc_driver_callback),
+        alloc_pd: Some(Self::alloc_pd_callback),
+        dealloc_pd: Some(Self::dealloc_pd_callback),
+        create_cq: Some(Self::create_cq_callback),
+        destroy_cq: Some(Self::destroy_cq_callback),
+        req_notify_cq: Some(Self::req_notify_cq_callback),
+        resize_user_cq: Some(Self::resize_cq_callback),
+        mmap: Some(Self::mmap_callback),
+        mmap_free: Some(Self::mmap_free_callback),
         size_ib_ucontext: kmalloc_size::<UContext<T>>(),
+        size_ib_pd: kmalloc_size::<Pd<T>>(),
+        size_ib_cq: kmalloc_size::<Cq<T>>(),
         ..pin_init::zeroed()
     };
 
@@ -828,6 +903,148 @@ impl<T: Driver> DeviceVTable<T> {
         let ctx = uctx.cast::<UContext<T>>();
         // SAFETY: `data` is initialised (successful `alloc_ucontext`) and is not used again.
         unsafe { core::ptr::drop_in_place(&raw mut (*ctx).data) };
+    }
+
+    /// # Safety
+    ///
+    /// `pd` is a zeroed allocation of `size_ib_pd` bytes whose header the core initialised.
+    unsafe extern "C" fn alloc_pd_callback(
+        pd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        const {
+            assert!(core::mem::offset_of!(Pd<T>, ib) == 0);
+        }
+        from_result(|| {
+            // SAFETY: The core sets `device` first and calls operations while it is alive.
+            let dev = unsafe { Device::<T>::from_raw((*pd).device) };
+            // SAFETY: `udata` is null or valid for the call.
+            let init = T::alloc_pd(dev, unsafe { UData::from_raw(udata) });
+            // SAFETY: `data` is uninitialised memory in the core's allocation, which never
+            // moves; on failure the core frees it without calling `dealloc_pd`.
+            unsafe { pin_init::raw_try_init(&raw mut (*pd.cast::<Pd<T>>()).data, init) }?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `pd` was initialised by a successful `alloc_pd`; the core frees it next.
+    unsafe extern "C" fn dealloc_pd_callback(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `data` is initialised and not used again.
+        unsafe { core::ptr::drop_in_place(&raw mut (*pd.cast::<Pd<T>>()).data) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// `cq` is a zeroed allocation of `size_ib_cq` bytes whose header the core initialised;
+    /// `attr` is valid; `attrs` is null (kernel CQ) or the verb's attribute bundle.
+    unsafe extern "C" fn create_cq_callback(
+        cq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        const {
+            assert!(core::mem::offset_of!(Cq<T>, ib) == 0);
+        }
+        from_result(|| {
+            // SAFETY: The core sets `device` first and calls operations while it is alive.
+            let dev = unsafe { Device::<T>::from_raw((*cq).device) };
+            // SAFETY: `attrs` is null or a valid bundle; its udata lives for the call.
+            let udata = unsafe { UData::from_raw(bindings::uverbs_bundle_udata(attrs)) };
+            // SAFETY: `attr` is valid for the call.
+            let a = unsafe { &*attr };
+            let init = CqInit {
+                cqe: a.cqe,
+                comp_vector: a.comp_vector,
+                flags: a.flags,
+                udata,
+                ucontext: udata.and_then(|u| u.ucontext::<T>()),
+                cq,
+            };
+            let data = T::create_cq(dev, &init)?;
+            // SAFETY: `data` is uninitialised memory in the core's allocation, which never
+            // moves; on failure the core frees it without calling `destroy_cq`.
+            unsafe { pin_init::raw_try_init(&raw mut (*cq.cast::<Cq<T>>()).data, data) }?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `cq` was initialised by a successful `create_cq`.
+    unsafe extern "C" fn destroy_cq_callback(
+        cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        let this = cq.cast::<Cq<T>>();
+        from_result(|| {
+            // SAFETY: The CQ is initialised (type invariant of `Cq`).
+            T::destroy_cq(unsafe { &*this })?;
+            // SAFETY: Destroy succeeded: the core frees the CQ next and calls no other
+            // operation on it.
+            unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `cq` was initialised by a successful `create_cq`.
+    unsafe extern "C" fn req_notify_cq_callback(
+        cq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The CQ is initialised (type invariant of `Cq`).
+            let missed = T::req_notify_cq(
+                unsafe { &*cq.cast::<Cq<T>>() },
+                NotifyFlags::from_raw(flags.0),
+            )?;
+            Ok(c_int::from(missed))
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `cq` was initialised by a successful `create_cq`; `udata` is null or valid.
+    unsafe extern "C" fn resize_cq_callback(
+        cq: *mut bindings::ib_cq,
+        cqe: c_uint,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The CQ is initialised; `udata` is null or valid for the call.
+            let (cq, udata) = unsafe { (&*cq.cast::<Cq<T>>(), UData::from_raw(udata)) };
+            T::resize_cq(cq, cqe, udata)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core for an `mmap()` of the uverbs file of a live user context.
+    unsafe extern "C" fn mmap_callback(
+        ctx: *mut bindings::ib_ucontext,
+        vma: *mut bindings::vm_area_struct,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: Per the function's contract.
+            unsafe { mmap::map(ctx, vma) }?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core when the last reference to one of our mmap entries is dropped.
+    unsafe extern "C" fn mmap_free_callback(entry: *mut bindings::rdma_user_mmap_entry) {
+        // SAFETY: All mmap entries of this driver's contexts come from `SharedBuffer`.
+        unsafe { mmap::free_entry(entry) };
     }
 
     /// # Safety

@@ -10,6 +10,8 @@
 //! - [`link`]: `rdma link add NAME type TYPE netdev DEV` through an `rdma_link_ops`
 //!   registration.
 //! - [`netdev`]: the network devices an RDMA device is bound to, and netdevice events.
+//! - [`pd`], [`cq`]: protection domains and completion queues.
+//! - [`mmap`]: memory shared with userspace (the user provider maps queues).
 //!
 //! The kernel crate is built into vmlinux, so these abstractions need the RDMA core built in
 //! (`CONFIG_INFINIBAND=y`, `CONFIG_INFINIBAND_USER_ACCESS=y`).
@@ -17,9 +19,12 @@
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h)
 
+pub mod cq;
 pub mod device;
 pub mod link;
+pub mod mmap;
 pub mod netdev;
+pub mod pd;
 
 /// Computes the little-endian (reflected) CRC-32 of `data`, continuing from `seed`, with the
 /// kernel's (possibly accelerated) implementation.

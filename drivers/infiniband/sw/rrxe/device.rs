@@ -2,9 +2,11 @@
 
 //! Device creation and the device-level verbs.
 
-use crate::params;
+use crate::cq::{RrxeCq, RrxePd};
+use crate::params::{self, Counter};
 use kernel::prelude::*;
 use kernel::rdma::{
+    cq::{Cq, CqInit, NotifyFlags},
     device::{
         core_cap, kernel_cap, port_cap, Device, DeviceAttrs, DeviceParams, Driver, DriverId,
         LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState, UData,
@@ -12,6 +14,7 @@ use kernel::rdma::{
     },
     netdev::NetDevice,
 };
+use kernel::sync::Arc;
 
 /// The rrxe driver.
 pub(crate) struct Rrxe;
@@ -20,6 +23,10 @@ pub(crate) struct Rrxe;
 pub(crate) struct RrxeDev {
     /// System image GUID (host byte order): the modified EUI-64 of the netdevice's MAC.
     guid: u64,
+    /// Protection domains in use.
+    pds: Arc<Counter>,
+    /// Completion queues in use.
+    cqs: Arc<Counter>,
 }
 
 /// Per-user-context state.
@@ -66,7 +73,11 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             uverbs_cmds: &EXTRA_UVERBS_CMDS,
             name_assigned_by_user: true,
         },
-        Ok::<_, Error>(RrxeDev { guid }),
+        Ok::<_, Error>(RrxeDev {
+            guid,
+            pds: Counter::new(params::MAX_PD)?,
+            cqs: Counter::new(params::MAX_CQ)?,
+        }),
     )?;
     dev.register(name, ndev, PORT)?;
     pr_info!(
@@ -89,6 +100,8 @@ fn check_port(port: PortNum) -> Result {
 impl Driver for Rrxe {
     type Data = RrxeDev;
     type UContext = RrxeUContext;
+    type Pd = RrxePd;
+    type Cq = RrxeCq;
 
     const DRIVER_ID: DriverId = DriverId::RXE;
     const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
@@ -98,9 +111,12 @@ impl Driver for Rrxe {
         if udata.is_some_and(|u| u.in_len() != 0 || u.out_len() != 0) {
             return Err(EINVAL);
         }
-        // Only what is implemented is advertised: no verbs objects yet beyond user contexts.
+        // Only what is implemented is advertised: no QPs, MRs, SRQs or AHs yet.
         Ok(DeviceAttrs {
             sys_image_guid: dev.data().guid,
+            max_pd: params::MAX_PD,
+            max_cq: params::MAX_CQ,
+            max_cqe: params::MAX_CQE,
             vendor_id: params::VENDOR_ID,
             kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG,
             max_pkeys: 1,
@@ -165,5 +181,29 @@ impl Driver for Rrxe {
     ) -> impl PinInit<RrxeUContext, Error> {
         // The rxe ABI passes no data with the context; librxe sends none and reads none.
         Ok::<_, Error>(RrxeUContext)
+    }
+
+    fn alloc_pd(dev: &Device<Self>, _udata: Option<&UData>) -> impl PinInit<RrxePd, Error> {
+        dev.data().pds.take().map(RrxePd::new)
+    }
+
+    fn create_cq(
+        dev: &Device<Self>,
+        init: &CqInit<'_, Self>,
+    ) -> Result<impl PinInit<RrxeCq, Error>> {
+        RrxeCq::new(init, dev.data().cqs.take()?)
+    }
+
+    fn destroy_cq(_cq: &Cq<Self>) -> Result {
+        // The core only destroys CQs that no QP uses; the data drops next.
+        Ok(())
+    }
+
+    fn req_notify_cq(cq: &Cq<Self>, flags: NotifyFlags) -> Result<bool> {
+        cq.data().req_notify(flags)
+    }
+
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: Option<&UData>) -> Result {
+        RrxeCq::resize(cq, cqe, udata)
     }
 }

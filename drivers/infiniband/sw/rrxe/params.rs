@@ -4,6 +4,10 @@
 
 use kernel::prelude::*;
 use kernel::rdma::device::Mtu;
+use kernel::sync::{
+    atomic::{ordering::Relaxed, Atomic},
+    Arc,
+};
 
 /// IEEE vendor id reported by soft-RoCE devices (IBTA v1.4 A3.3.1: no vendor).
 pub(crate) const VENDOR_ID: u32 = 0xff_ffff;
@@ -13,6 +17,15 @@ pub(crate) const GID_TABLE_LEN: u32 = 1024;
 
 /// Largest message (2 GiB).
 pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;
+
+/// Most protection domains per device.
+pub(crate) const MAX_PD: u32 = 1 << 20;
+
+/// Most completion queues per device.
+pub(crate) const MAX_CQ: u32 = 1 << 20;
+
+/// Most entries of a completion queue (the C driver's limit).
+pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
 
 /// Local CA ACK delay exponent.
 pub(crate) const LOCAL_CA_ACK_DELAY: u8 = 15;
@@ -42,6 +55,48 @@ pub(crate) fn guid_from_mac(mac: [u8; 6]) -> u64 {
     ])
 }
 
+/// A limit on the number of objects of one kind.
+pub(crate) struct Counter {
+    used: Atomic<u32>,
+    max: u32,
+}
+
+impl Counter {
+    /// A counter allowing `max` objects.
+    pub(crate) fn new(max: u32) -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            Self {
+                used: Atomic::new(0),
+                max,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Takes a slot, or fails with `ENOMEM` at the limit.
+    pub(crate) fn take(self: &Arc<Self>) -> Result<Slot> {
+        if self.used.fetch_add(1, Relaxed) >= self.max {
+            self.used.fetch_sub(1, Relaxed);
+            return Err(ENOMEM);
+        }
+        Ok(Slot(self.clone()))
+    }
+
+    /// Objects in use.
+    pub(crate) fn used(&self) -> u32 {
+        self.used.load(Relaxed)
+    }
+}
+
+/// One object's share of a [`Counter`], given back on drop.
+pub(crate) struct Slot(Arc<Counter>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.used.fetch_sub(1, Relaxed);
+    }
+}
+
 #[kunit_tests(rrxe_params)]
 mod tests {
     use super::*;
@@ -58,6 +113,20 @@ mod tests {
         assert_eq!(roce_mtu(576), Mtu::Mtu256);
         assert_eq!(roce_mtu(68), Mtu::Mtu256);
         assert_eq!(roce_mtu(0), Mtu::Mtu256);
+    }
+
+    #[test]
+    fn counter_enforces_its_limit() -> Result {
+        let c = Counter::new(2)?;
+        let a = c.take()?;
+        let b = c.take()?;
+        assert!(c.take().is_err());
+        assert_eq!(c.used(), 2);
+        drop(a);
+        let _c = c.take()?;
+        drop(b);
+        assert_eq!(c.used(), 1);
+        Ok(())
     }
 
     #[test]

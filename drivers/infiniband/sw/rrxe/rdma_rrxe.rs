@@ -9,7 +9,9 @@
 //! Files:
 //! - `rdma_rrxe.rs`: the module: link type, driver fence, netdevice events.
 //! - `device.rs`: device creation and the device-level verbs (queries, user contexts).
-//! - `params.rs`: device limits and the netdevice-to-RDMA mappings (MTU, GUID).
+//! - `params.rs`: device limits, object counters, netdevice-to-RDMA mappings (MTU, GUID).
+//! - `queue.rs`: the rxe shared queue (ring in memory mapped by the user provider).
+//! - `cq.rs`: protection domains and completion queues.
 //! - `proto/`: the RoCEv2 wire core (headers, opcode table, ICRC, PSN, target selection),
 //!   `core`-only, shared with the host crate `tools/rrxe`.
 //! - `wire.rs`: glue between the wire core and the kernel (ICRC with the kernel's crc32).
@@ -21,9 +23,11 @@ use kernel::rdma::{
     netdev::{self, NetDevice, NotifierRegistration},
 };
 
+mod cq;
 mod device;
 mod params;
 pub mod proto;
+mod queue;
 mod wire;
 
 use device::Rrxe;

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Protection domains and completion queues.
+//!
+//! A completion queue is an rxe shared queue of 64-byte slots that the kernel produces into;
+//! for a user CQ the queue is mapped by rdma-core's rxe provider, which polls it without a
+//! system call. `ibv_req_notify_cq` arms a completion event under the CQ lock.
+
+use crate::params::Slot;
+use crate::queue::{Geometry, ProducerQueue};
+use crate::Rrxe;
+use kernel::new_spinlock;
+use kernel::prelude::*;
+use kernel::rdma::cq::{Cq, CqInit, NotifyFlags};
+use kernel::sync::SpinLock;
+
+/// Size of a completion queue element (`struct rxe_cqe`, padded to a cache line).
+const CQE_SIZE: usize = 64;
+
+/// Per-PD state.
+pub(crate) struct RrxePd {
+    _slot: Slot,
+}
+
+impl RrxePd {
+    pub(crate) fn new(slot: Slot) -> Self {
+        Self { _slot: slot }
+    }
+}
+
+/// Per-CQ state.
+#[pin_data]
+pub(crate) struct RrxeCq {
+    #[pin]
+    state: SpinLock<CqState>,
+    _slot: Slot,
+}
+
+struct CqState {
+    queue: ProducerQueue,
+    /// Armed `IB_CQ_SOLICITED` / `IB_CQ_NEXT_COMP` flags.
+    notify: u32,
+}
+
+impl RrxeCq {
+    /// Creates the queue of a new CQ (`ibv_create_cq`, `ib_alloc_cq`).
+    pub(crate) fn new(init: &CqInit<'_, Rrxe>, slot: Slot) -> Result<impl PinInit<Self, Error>> {
+        if init.flags != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        if init.cqe > crate::params::MAX_CQE {
+            return Err(EINVAL);
+        }
+        let geo = Geometry::for_entries(init.cqe, CQE_SIZE)?;
+        let queue = match (init.udata, init.ucontext) {
+            (Some(udata), Some(ctx)) => {
+                // struct rxe_create_cq_resp { struct mminfo mi; }
+                if udata.out_len() < crate::queue::MMINFO_SIZE {
+                    return Err(EINVAL);
+                }
+                let (queue, mi) = ProducerQueue::new_user(ctx, geo)?;
+                udata.respond(&mi)?;
+                queue
+            }
+            (None, _) => ProducerQueue::new_kernel(geo)?,
+            (Some(_), None) => return Err(EINVAL),
+        };
+        init.set_cqe(geo.entries());
+        Ok(try_pin_init!(Self {
+            state <- new_spinlock!(CqState { queue, notify: 0 }, "rrxe_cq"),
+            _slot: slot,
+        }))
+    }
+
+    /// Arms the completion event; returns whether completions are already waiting and the
+    /// caller asked to know.
+    pub(crate) fn req_notify(&self, flags: NotifyFlags) -> Result<bool> {
+        let mut st = self.state.lock();
+        st.notify |= if flags.solicited_only() {
+            NotifyFlags::SOLICITED
+        } else {
+            NotifyFlags::NEXT_COMP
+        };
+        Ok(flags.report_missed() && !st.queue.is_empty()?)
+    }
+
+    /// Resizes a user CQ to at least `cqe` entries, keeping the waiting completions.
+    pub(crate) fn resize(
+        cq: &Cq<Rrxe>,
+        cqe: u32,
+        udata: Option<&kernel::rdma::device::UData>,
+    ) -> Result {
+        let this = cq.data();
+        if cqe > crate::params::MAX_CQE || cqe == 0 {
+            return Err(EINVAL);
+        }
+        let udata = udata.ok_or(EINVAL)?;
+        let ctx = udata.ucontext::<Rrxe>().ok_or(EINVAL)?;
+        // struct rxe_resize_cq_resp { struct mminfo mi; }
+        if udata.out_len() < crate::queue::MMINFO_SIZE {
+            return Err(EINVAL);
+        }
+        let geo = Geometry::for_entries(cqe, CQE_SIZE)?;
+        let (queue, mi) = ProducerQueue::new_user(ctx, geo)?;
+        // Copying to userspace may sleep: respond before taking the lock. If the move fails,
+        // the verb fails and userspace ignores the response, whose queue is freed here.
+        udata.respond(&mi)?;
+        let mut st = this.state.lock();
+        st.queue.move_into(&queue)?;
+        let old = core::mem::replace(&mut st.queue, queue);
+        cq.set_cqe(geo.entries());
+        drop(st);
+        // Dropping a shared buffer may sleep: outside the lock. Its mapping stays valid until
+        // userspace unmaps it.
+        drop(old);
+        Ok(())
+    }
+}

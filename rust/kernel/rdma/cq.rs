@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues (`struct ib_cq`).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use super::device::{Device, Driver, UContext, UData};
+use crate::{bindings, prelude::*, types::Opaque};
+
+/// A completion queue: the core-allocated `struct ib_cq` followed by the driver's data.
+///
+/// # Invariants
+///
+/// `ib` is at offset 0 and initialised by the core; `data` is initialised between a
+/// successful `create_cq` and a successful `destroy_cq`, the only span in which references
+/// exist.
+#[repr(C)]
+#[pin_data]
+pub struct Cq<T: Driver> {
+    #[pin]
+    pub(crate) ib: Opaque<bindings::ib_cq>,
+    #[pin]
+    pub(crate) data: T::Cq,
+}
+
+impl<T: Driver> Cq<T> {
+    /// Returns the driver data.
+    pub fn data(&self) -> &T::Cq {
+        &self.data
+    }
+
+    /// Returns the device of the completion queue.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: The core sets `device` before `create_cq`; the device is registered while
+        // its objects exist.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// Returns the raw `struct ib_cq`.
+    pub fn as_raw(&self) -> *mut bindings::ib_cq {
+        self.ib.get()
+    }
+
+    /// Sets the number of entries the queue holds, as reported to its user.
+    pub fn set_cqe(&self, cqe: u32) {
+        // SAFETY: `cqe` is a plain field of the live CQ; the core reads it only from the
+        // verb that asked the driver to set it (create or resize).
+        unsafe { (*self.ib.get()).cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX) };
+    }
+
+    /// Runs the consumer's completion handler (a completion event, e.g. for a channel that
+    /// `ibv_req_notify_cq` armed).
+    ///
+    /// # Context
+    ///
+    /// May be called in atomic context; the driver serialises calls per CQ.
+    pub fn completion_event(&self) {
+        let cq = self.ib.get();
+        // SAFETY: `comp_handler` and `cq_context` are set by the core at creation and stay
+        // valid while the CQ exists.
+        unsafe {
+            if let Some(handler) = (*cq).comp_handler {
+                handler(cq, (*cq).cq_context);
+            }
+        }
+    }
+}
+
+/// Parameters of a new completion queue (`struct ib_cq_init_attr` and the udata).
+pub struct CqInit<'a, T: Driver> {
+    /// Requested number of entries.
+    pub cqe: u32,
+    /// Completion vector.
+    pub comp_vector: u32,
+    /// `IB_UVERBS_CQ_FLAGS_*` creation flags.
+    pub flags: u32,
+    /// Driver data from and to userspace, for a user CQ.
+    pub udata: Option<&'a UData>,
+    /// The user context, for a user CQ.
+    pub ucontext: Option<&'a UContext<T>>,
+    /// The CQ being created (its driver data is not initialised yet).
+    pub(crate) cq: *mut bindings::ib_cq,
+}
+
+impl<T: Driver> CqInit<'_, T> {
+    /// Sets the number of entries the new queue holds, as reported to its user.
+    pub fn set_cqe(&self, cqe: u32) {
+        // SAFETY: `cq` is the core's allocation of the CQ being created, exclusively ours
+        // during `create_cq`.
+        unsafe { (*self.cq).cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX) };
+    }
+}
+
+/// `ibv_req_notify_cq` flags (`enum ib_cq_notify_flags`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct NotifyFlags(u32);
+
+impl NotifyFlags {
+    /// Event on the next solicited completion only.
+    pub const SOLICITED: u32 = bindings::ib_cq_notify_flags::IB_CQ_SOLICITED.0;
+    /// Event on the next completion.
+    pub const NEXT_COMP: u32 = bindings::ib_cq_notify_flags::IB_CQ_NEXT_COMP.0;
+    /// Report (return a positive value) if completions are already queued.
+    pub const REPORT_MISSED_EVENTS: u32 =
+        bindings::ib_cq_notify_flags::IB_CQ_REPORT_MISSED_EVENTS.0;
+
+    pub(crate) fn from_raw(v: u32) -> Self {
+        Self(v)
+    }
+
+    /// Returns whether only solicited completions should raise an event.
+    pub fn solicited_only(self) -> bool {
+        self.0 & Self::SOLICITED != 0 && self.0 & Self::NEXT_COMP == 0
+    }
+
+    /// Returns whether the caller wants to know about already queued completions.
+    pub fn report_missed(self) -> bool {
+        self.0 & Self::REPORT_MISSED_EVENTS != 0
+    }
+}
