@@ -7,15 +7,19 @@
 //! system call. `ibv_req_notify_cq` arms a completion event under the CQ lock.
 
 use crate::params::Slot;
-use crate::queue::{Geometry, ProducerQueue};
+use crate::proto::uabi::{QueueGeometry, CACHE_LINE_SIZE, UPSTREAM_CQE_SIZE};
+use crate::queue::ProducerQueue;
 use crate::Rrxe;
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::cq::{Cq, CqInit, NotifyFlags};
 use kernel::sync::SpinLock;
 
-/// Size of a completion queue element (`struct rxe_cqe`, padded to a cache line).
-const CQE_SIZE: usize = 64;
+/// The geometry of a CQ ring of at least `cqe` entries: slots of `struct rxe_cqe` (72
+/// bytes, so 128-byte slots), exactly as the C driver lays it out.
+fn cq_geometry(cqe: u32) -> Result<QueueGeometry> {
+    QueueGeometry::new(cqe, UPSTREAM_CQE_SIZE, CACHE_LINE_SIZE).map_err(|_| EINVAL)
+}
 
 /// Per-PD state.
 pub(crate) struct RrxePd {
@@ -51,7 +55,7 @@ impl RrxeCq {
         if init.cqe > crate::params::MAX_CQE {
             return Err(EINVAL);
         }
-        let geo = Geometry::for_entries(init.cqe, CQE_SIZE)?;
+        let geo = cq_geometry(init.cqe)?;
         let queue = match (init.udata, init.ucontext) {
             (Some(udata), Some(ctx)) => {
                 // struct rxe_create_cq_resp { struct mminfo mi; }
@@ -65,7 +69,7 @@ impl RrxeCq {
             (None, _) => ProducerQueue::new_kernel(geo)?,
             (Some(_), None) => return Err(EINVAL),
         };
-        init.set_cqe(geo.entries());
+        init.set_cqe(geo.capacity());
         Ok(try_pin_init!(Self {
             state <- new_spinlock!(CqState { queue, notify: 0 }, "rrxe_cq"),
             _slot: slot,
@@ -100,7 +104,7 @@ impl RrxeCq {
         if udata.out_len() < crate::queue::MMINFO_SIZE {
             return Err(EINVAL);
         }
-        let geo = Geometry::for_entries(cqe, CQE_SIZE)?;
+        let geo = cq_geometry(cqe)?;
         let (queue, mi) = ProducerQueue::new_user(ctx, geo)?;
         // Copying to userspace may sleep: respond before taking the lock. If the move fails,
         // the verb fails and userspace ignores the response, whose queue is freed here.
@@ -108,7 +112,7 @@ impl RrxeCq {
         let mut st = this.state.lock();
         st.queue.move_into(&queue)?;
         let old = core::mem::replace(&mut st.queue, queue);
-        cq.set_cqe(geo.entries());
+        cq.set_cqe(geo.capacity());
         drop(st);
         // Dropping a shared buffer may sleep: outside the lock. Its mapping stays valid until
         // userspace unmaps it.

@@ -11,7 +11,9 @@
 //! - [`packet`]: whole-packet parser and builder, starting at the BTH (the UDP payload).
 //! - [`crc32`], [`icrc`]: the invariant CRC, generic over the CRC32 implementation.
 //! - [`psn`], [`aeth`]: sequence-number arithmetic and ACK syndromes.
+//! - [`rc`]: the Reliable Connected transport as sans-IO state machines.
 //! - [`target`]: which address (WQE SGE or RETH/AtomicETH) and access right a transfer uses.
+//! - [`uabi`]: the rxe user ABI: shared queues, WQE validation and completion entries.
 
 #![forbid(unsafe_code)]
 #![deny(
@@ -35,7 +37,9 @@ pub mod icrc;
 pub mod opcode;
 pub mod packet;
 pub mod psn;
+pub mod rc;
 pub mod target;
+pub mod uabi;
 
 /// Error returned when an output buffer is too short for what is written into it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

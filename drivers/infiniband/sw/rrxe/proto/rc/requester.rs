@@ -1,0 +1,538 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester half of [`Sender`]: segmentation, PSNs, AckReq policy, window, go-back-N.
+//!
+//! The caller keeps its send queue (and the WQEs' scatter/gather lists); it hands each WQE
+//! to the sender with [`Sender::post`] as plain values ([`SendWqe`]) while
+//! [`Sender::has_room`], then transmits whatever [`Sender::next_packet`] returns: each
+//! [`TxPacket`] names the WQE, the opcode and PSN, and the byte range `[offset, offset + len)`
+//! of the WQE's data to copy into the payload. [`TxPacket::spec`] builds the
+//! [`PacketSpec`] for [`crate::proto::packet::build`] (or the kernel's equivalent).
+//!
+//! PSNs are assigned when a WQE is posted: a SEND or RDMA WRITE of `len` bytes takes
+//! `max(1, ceil(len / mtu))` PSNs, one per packet; an RDMA READ request takes as many PSNs
+//! as its response has packets; an atomic takes one (IBA 9.7.1). Retransmission restarts
+//! from the oldest unacknowledged PSN: the packet index inside its WQE is the PSN distance
+//! from the WQE's first PSN, and its byte offset that index times the MTU (rxe
+//! `req_retry()`/`retry_first_write_send()`).
+
+use super::super::bth::{BthFields, Qpn};
+use super::super::ext::{AtomicEthFields, ExtHdr, IethFields, ImmDtFields, RethFields};
+use super::super::opcode::Opcode;
+use super::super::packet::PacketSpec;
+use super::super::psn::Psn;
+use super::{PathMtu, MAX_DMA_LEN, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
+
+/// Most PSNs that the posted WQEs may span beyond the oldest unacknowledged one.
+const MAX_POSTED_PSNS: u32 = 1 << 22;
+
+/// The operation of a send work request (`enum ib_wr_opcode`, RC subset).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WrOp {
+    /// `IB_WR_SEND`.
+    #[default]
+    Send,
+    /// `IB_WR_SEND_WITH_IMM`.
+    SendWithImm,
+    /// `IB_WR_SEND_WITH_INV`.
+    SendWithInv,
+    /// `IB_WR_RDMA_WRITE`.
+    Write,
+    /// `IB_WR_RDMA_WRITE_WITH_IMM`.
+    WriteWithImm,
+    /// `IB_WR_RDMA_READ`.
+    Read,
+    /// `IB_WR_ATOMIC_CMP_AND_SWP`.
+    CompareSwap,
+    /// `IB_WR_ATOMIC_FETCH_AND_ADD`.
+    FetchAdd,
+}
+
+impl WrOp {
+    /// Returns `true` for RDMA READ and the atomics, which are completed by a response
+    /// carrying data rather than by a plain ACK.
+    pub const fn is_read_or_atomic(self) -> bool {
+        matches!(self, Self::Read | Self::CompareSwap | Self::FetchAdd)
+    }
+
+    /// Returns `true` if the request packets carry the WQE's data as payload.
+    pub const fn has_payload(self) -> bool {
+        !self.is_read_or_atomic()
+    }
+
+    /// Returns how many PSNs a WQE of `len` bytes uses at path MTU `mtu`.
+    pub fn psn_count(self, len: u32, mtu: PathMtu) -> u32 {
+        match self {
+            Self::CompareSwap | Self::FetchAdd => 1,
+            _ => mtu.packets(len),
+        }
+    }
+
+    /// Returns the RC opcode of a request packet of this operation at the given position
+    /// (rxe `next_opcode_rc()`); READ and atomics are always single-packet.
+    pub const fn opcode(self, first: bool, last: bool) -> Opcode {
+        use Opcode as O;
+        match (self, first, last) {
+            (Self::Read, _, _) => O::RC_RDMA_READ_REQUEST,
+            (Self::CompareSwap, _, _) => O::RC_COMPARE_SWAP,
+            (Self::FetchAdd, _, _) => O::RC_FETCH_ADD,
+            (Self::Send | Self::SendWithImm | Self::SendWithInv, true, false) => O::RC_SEND_FIRST,
+            (Self::Send | Self::SendWithImm | Self::SendWithInv, false, false) => O::RC_SEND_MIDDLE,
+            (Self::Send, true, true) => O::RC_SEND_ONLY,
+            (Self::Send, false, true) => O::RC_SEND_LAST,
+            (Self::SendWithImm, true, true) => O::RC_SEND_ONLY_WITH_IMMEDIATE,
+            (Self::SendWithImm, false, true) => O::RC_SEND_LAST_WITH_IMMEDIATE,
+            (Self::SendWithInv, true, true) => O::RC_SEND_ONLY_WITH_INVALIDATE,
+            (Self::SendWithInv, false, true) => O::RC_SEND_LAST_WITH_INVALIDATE,
+            (Self::Write | Self::WriteWithImm, true, false) => O::RC_RDMA_WRITE_FIRST,
+            (Self::Write | Self::WriteWithImm, false, false) => O::RC_RDMA_WRITE_MIDDLE,
+            (Self::Write, true, true) => O::RC_RDMA_WRITE_ONLY,
+            (Self::Write, false, true) => O::RC_RDMA_WRITE_LAST,
+            (Self::WriteWithImm, true, true) => O::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+            (Self::WriteWithImm, false, true) => O::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+        }
+    }
+}
+
+/// A send WQE as the sender needs it: plain values, no pointers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendWqe {
+    /// Caller's handle for the WQE (e.g. its send queue index); returned in
+    /// [`TxPacket::id`] and [`super::Completion::id`].
+    pub id: u32,
+    /// Operation.
+    pub op: WrOp,
+    /// Total data length in bytes (SEND/WRITE payload, READ length; ignored for atomics).
+    pub len: u32,
+    /// `IB_SEND_SOLICITED`: set the BTH SE bit on the last packet of a SEND or WRITE with
+    /// immediate.
+    pub solicited: bool,
+}
+
+/// Header values of a WQE that [`TxPacket::spec`] copies into the extended headers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WqeHeaders {
+    /// Remote virtual address (RDMA and atomic operations).
+    pub remote_va: u64,
+    /// Remote key (RDMA and atomic operations).
+    pub rkey: u32,
+    /// Immediate data (`*_WITH_IMM`, as it goes on the wire) or the rkey to invalidate
+    /// (`SEND_WITH_INV`).
+    pub imm_or_inv: u32,
+    /// Swap (compare & swap) or add (fetch & add) operand.
+    pub swap_add: u64,
+    /// Compare operand (compare & swap).
+    pub compare: u64,
+}
+
+/// One request packet to transmit, returned by [`Sender::next_packet`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxPacket {
+    /// The WQE this packet belongs to ([`SendWqe::id`]).
+    pub id: u32,
+    /// Opcode.
+    pub opcode: Opcode,
+    /// PSN.
+    pub psn: Psn,
+    /// BTH AckReq bit.
+    pub ack_req: bool,
+    /// BTH SE bit.
+    pub solicited: bool,
+    /// Offset of the payload in the WQE's data; for a READ request, of the first byte
+    /// requested (non-zero when a READ is retried from its middle).
+    pub offset: u32,
+    /// Payload length in bytes (0 for READ requests and atomics).
+    pub len: u32,
+    /// RETH DMA length, if the opcode carries a RETH.
+    pub reth_len: u32,
+    /// `true` if this PSN was sent before (go-back-N retransmission).
+    pub retransmit: bool,
+}
+
+impl TxPacket {
+    /// Returns the packet's header set; `payload` must be the `len` bytes of the WQE's data
+    /// at `offset`.
+    pub fn spec<'a>(
+        &self,
+        dest_qp: Qpn,
+        pkey: u16,
+        hdrs: &WqeHeaders,
+        payload: &'a [u8],
+    ) -> PacketSpec<'a> {
+        let has = |h: ExtHdr| self.opcode.info().is_some_and(|i| i.has(h));
+        let va = hdrs.remote_va.wrapping_add(u64::from(self.offset));
+        PacketSpec {
+            bth: BthFields {
+                opcode: self.opcode,
+                solicited: self.solicited,
+                pkey,
+                dest_qp,
+                ack_req: self.ack_req,
+                psn: self.psn,
+                ..BthFields::default()
+            },
+            reth: has(ExtHdr::Reth).then_some(RethFields {
+                va,
+                rkey: hdrs.rkey,
+                dma_len: self.reth_len,
+            }),
+            atomic_eth: has(ExtHdr::AtomicEth).then_some(AtomicEthFields {
+                va,
+                rkey: hdrs.rkey,
+                swap_add: hdrs.swap_add,
+                compare: hdrs.compare,
+            }),
+            immdt: has(ExtHdr::ImmDt).then_some(ImmDtFields {
+                imm: hdrs.imm_or_inv,
+            }),
+            ieth: has(ExtHdr::Ieth).then_some(IethFields {
+                rkey: hdrs.imm_or_inv,
+            }),
+            payload,
+            ..PacketSpec::default()
+        }
+    }
+}
+
+/// Per-connection parameters of a [`Sender`] (from `modify_qp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SenderConfig {
+    /// First PSN to send (`IB_QP_SQ_PSN`).
+    pub sq_psn: Psn,
+    /// Path MTU (`IB_QP_PATH_MTU`).
+    pub mtu: PathMtu,
+    /// Transport retries after a local ACK timeout or NAK sequence error
+    /// (`IB_QP_RETRY_CNT`, 0-7; 7 means seven retries, see [`super::completer`]).
+    pub retry_cnt: u8,
+    /// RNR retries (`IB_QP_RNR_RETRY`, 0-7; 7 means infinite).
+    pub rnr_retry: u8,
+    /// Maximum number of PSNs sent but not acknowledged.
+    pub max_unacked_psns: u32,
+    /// Request an ACK at least every this many packets.
+    pub max_pkt_per_ack: u32,
+}
+
+impl SenderConfig {
+    /// Returns a configuration with rxe's defaults for the window and AckReq period.
+    pub const fn new(sq_psn: Psn, mtu: PathMtu, retry_cnt: u8, rnr_retry: u8) -> Self {
+        Self {
+            sq_psn,
+            mtu,
+            retry_cnt: retry_cnt & 7,
+            rnr_retry: rnr_retry & 7,
+            max_unacked_psns: MAX_UNACKED_PSNS,
+            max_pkt_per_ack: MAX_PKT_PER_ACK,
+        }
+    }
+}
+
+/// Why [`Sender::post`] refused a WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PostError {
+    /// All `N` slots are taken by outstanding WQEs, or the posted WQEs already span 2^22
+    /// PSNs; retry after completions.
+    Full,
+    /// The QP is in the error state: complete the WQE with
+    /// [`super::WcStatus::WrFlushErr`] instead.
+    QpError,
+    /// Longer than 2^31 bytes (the port's `max_msg_sz`).
+    TooLong,
+    /// RDMA READ and atomics are not implemented by the completer yet.
+    Unsupported,
+}
+
+/// A posted WQE and its PSN range.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Slot {
+    pub(super) wqe: SendWqe,
+    pub(super) first_psn: Psn,
+    pub(super) npsn: u32,
+}
+
+impl Slot {
+    /// One past the last PSN of the WQE.
+    pub(super) fn end_psn(&self) -> Psn {
+        self.first_psn.wrapping_add(self.npsn)
+    }
+
+    /// Returns `true` if `psn` lies within the WQE's PSN range.
+    pub(super) fn contains(&self, psn: Psn) -> bool {
+        psn.diff(self.first_psn) >= 0 && psn.diff(self.end_psn()) < 0
+    }
+}
+
+/// The send side of an RC QP: requester and completer, for up to `N` outstanding WQEs.
+///
+/// Drive it under the QP lock: [`Sender::post`] WQEs, transmit [`Sender::next_packet`]
+/// until it returns `None`, feed received ACKs to [`Sender::on_response`] and timer
+/// expiries to [`Sender::on_retransmit_timeout`] / [`Sender::on_rnr_timeout`], and after
+/// every such call drain [`Sender::poll`] (completions in order, timer commands, QP error).
+///
+/// # Invariants
+///
+/// - `head < N` (or `N == 0`), `len <= N`, `done <= tx_slot <= len`; slots
+///   `head .. head + len` (mod `N`) hold posted WQEs in order, with consecutive PSN ranges
+///   ending at `post_psn`.
+/// - `una <= cursor PSN <= max_sent <= post_psn` in sequence order, all within 2^23.
+#[derive(Clone, Debug)]
+pub struct Sender<const N: usize> {
+    pub(super) cfg: SenderConfig,
+    pub(super) ring: [Slot; N],
+    pub(super) head: usize,
+    pub(super) len: usize,
+    /// First PSN of the next posted WQE.
+    pub(super) post_psn: Psn,
+    /// Transmit cursor: WQE (offset from `head`) and packet index within it.
+    pub(super) tx_slot: usize,
+    pub(super) tx_pkt: u32,
+    /// One past the highest PSN ever transmitted.
+    pub(super) max_sent: Psn,
+    /// Oldest unacknowledged PSN.
+    pub(super) una: Psn,
+    /// Packets sent since the last one with AckReq.
+    pub(super) noack_pkts: u32,
+    /// Head slots acknowledged but not yet returned by `poll`.
+    pub(super) done: usize,
+    /// Error status for the slot after the `done` ones.
+    pub(super) error: Option<super::WcStatus>,
+    /// Completing every remaining slot with `WrFlushErr`.
+    pub(super) flushing: bool,
+    /// QP error to report through `poll`.
+    pub(super) error_pending: bool,
+    /// The send side is in the error state.
+    pub(super) dead: bool,
+    /// SQ drain: do not start new WQEs.
+    pub(super) draining: bool,
+    pub(super) retry_left: u8,
+    pub(super) rnr_left: u8,
+    /// A retry was started and no progress has been seen since.
+    pub(super) retry_started: bool,
+    /// Waiting for the RNR timer before resending.
+    pub(super) rnr_wait: bool,
+    /// The retransmit timer is (believed to be) running.
+    pub(super) rto_armed: bool,
+    /// Retransmit timer command for `poll`: `Some(true)` (re)arm, `Some(false)` stop.
+    pub(super) rto_cmd: Option<bool>,
+    /// RNR timer to arm, for `poll`.
+    pub(super) rnr_cmd: Option<super::super::aeth::RnrTimer>,
+}
+
+impl<const N: usize> Sender<N> {
+    /// Creates a sender in its initial (RTS entry) state.
+    pub fn new(cfg: SenderConfig) -> Self {
+        let cfg = SenderConfig {
+            retry_cnt: cfg.retry_cnt & 7,
+            rnr_retry: cfg.rnr_retry & 7,
+            max_unacked_psns: cfg.max_unacked_psns.clamp(1, 1 << 22),
+            max_pkt_per_ack: cfg.max_pkt_per_ack.max(1),
+            ..cfg
+        };
+        Self {
+            cfg,
+            ring: [Slot::default(); N],
+            head: 0,
+            len: 0,
+            post_psn: cfg.sq_psn,
+            tx_slot: 0,
+            tx_pkt: 0,
+            max_sent: cfg.sq_psn,
+            una: cfg.sq_psn,
+            noack_pkts: 0,
+            done: 0,
+            error: None,
+            flushing: false,
+            error_pending: false,
+            dead: false,
+            draining: false,
+            retry_left: cfg.retry_cnt,
+            rnr_left: cfg.rnr_retry,
+            retry_started: false,
+            rnr_wait: false,
+            rto_armed: false,
+            rto_cmd: None,
+            rnr_cmd: None,
+        }
+    }
+
+    /// Returns to the initial state with a new configuration (modify to RESET, then RTS),
+    /// dropping all WQEs without completions.
+    pub fn reset(&mut self, cfg: SenderConfig) {
+        *self = Self::new(cfg);
+    }
+
+    /// Returns the configuration.
+    pub fn config(&self) -> &SenderConfig {
+        &self.cfg
+    }
+
+    /// Returns `true` if [`Sender::post`] would accept a WQE.
+    pub fn has_room(&self) -> bool {
+        !self.dead && self.len < N
+    }
+
+    /// Returns `true` if no WQE is outstanding (for `IB_EVENT_SQ_DRAINED` in SQD).
+    pub fn is_idle(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Returns the PSN the next posted WQE will start at.
+    pub fn next_psn(&self) -> Psn {
+        self.post_psn
+    }
+
+    /// Returns the oldest unacknowledged PSN.
+    pub fn unacked_psn(&self) -> Psn {
+        self.una
+    }
+
+    /// Enters or leaves SQ drain: while draining, no new WQE is started; the one being
+    /// transmitted is finished (IBA 10.3.1.3).
+    pub fn set_sq_drain(&mut self, draining: bool) {
+        self.draining = draining;
+    }
+
+    /// Hands a WQE to the sender, behind all earlier ones.
+    pub fn post(&mut self, wqe: SendWqe) -> Result<(), PostError> {
+        if self.dead {
+            return Err(PostError::QpError);
+        }
+        if wqe.op.is_read_or_atomic() {
+            return Err(PostError::Unsupported);
+        }
+        if wqe.len > MAX_DMA_LEN {
+            return Err(PostError::TooLong);
+        }
+        if self.len >= N {
+            return Err(PostError::Full);
+        }
+        let npsn = wqe.op.psn_count(wqe.len, self.cfg.mtu);
+        // Keep every posted PSN within 2^22 of `una`, far inside the 2^23 range where PSN
+        // comparisons are meaningful (one huge WQE alone is always accepted).
+        let posted = self.post_psn.diff(self.una).unsigned_abs();
+        if self.len > 0 && posted.saturating_add(npsn) > MAX_POSTED_PSNS {
+            return Err(PostError::Full);
+        }
+        let i = self.index(self.len);
+        let slot = self.ring.get_mut(i).ok_or(PostError::Full)?;
+        *slot = Slot {
+            wqe,
+            first_psn: self.post_psn,
+            npsn,
+        };
+        self.post_psn = self.post_psn.wrapping_add(npsn);
+        self.len = self.len.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Returns the next packet to transmit, new or retransmitted, or `None` if there is
+    /// nothing to send or the window, an RNR wait, SQ drain or the error state forbids it.
+    ///
+    /// Call [`Sender::poll`] afterwards: the first packet sent arms the retransmit timer.
+    pub fn next_packet(&mut self) -> Option<TxPacket> {
+        if self.dead || self.rnr_wait || self.tx_slot >= self.len {
+            return None;
+        }
+        let slot = *self.slot(self.tx_slot)?;
+        let psn = slot.first_psn.wrapping_add(self.tx_pkt);
+        let outstanding = psn.diff(self.una).unsigned_abs();
+        if outstanding >= self.cfg.max_unacked_psns {
+            return None;
+        }
+        if self.draining && self.tx_pkt == 0 && psn.diff(self.max_sent) >= 0 {
+            return None;
+        }
+        let mtu = self.cfg.mtu;
+        let wqe = slot.wqe;
+        let offset = mtu.offset_of(self.tx_pkt);
+        let remaining = wqe.len.saturating_sub(offset);
+        let (len, reth_len, last) = if wqe.op.has_payload() {
+            let last = self.tx_pkt.wrapping_add(1) >= slot.npsn;
+            (remaining.min(mtu.bytes()), wqe.len, last)
+        } else {
+            (0, remaining, true)
+        };
+        let first = self.tx_pkt == 0 || !wqe.op.has_payload();
+        let opcode = wqe.op.opcode(first, last);
+        let end = if last { slot.end_psn() } else { psn.next() };
+        let ack_req = last
+            || self.noack_pkts.wrapping_add(1) >= self.cfg.max_pkt_per_ack
+            || outstanding.wrapping_add(1) >= self.cfg.max_unacked_psns;
+        self.noack_pkts = if ack_req {
+            0
+        } else {
+            self.noack_pkts.wrapping_add(1)
+        };
+        let retransmit = psn.diff(self.max_sent) < 0;
+        if end.diff(self.max_sent) > 0 {
+            self.max_sent = end;
+        }
+        if last {
+            self.tx_slot = self.tx_slot.wrapping_add(1);
+            self.tx_pkt = 0;
+        } else {
+            self.tx_pkt = self.tx_pkt.wrapping_add(1);
+        }
+        if !self.rto_armed {
+            self.rto_armed = true;
+            self.rto_cmd = Some(true);
+        }
+        let solicited = wqe.solicited
+            && last
+            && matches!(
+                wqe.op,
+                WrOp::Send | WrOp::SendWithImm | WrOp::SendWithInv | WrOp::WriteWithImm
+            );
+        Some(TxPacket {
+            id: wqe.id,
+            opcode,
+            psn,
+            ack_req,
+            solicited,
+            offset,
+            len,
+            reth_len,
+            retransmit,
+        })
+    }
+
+    /// Returns the ring index of the slot `off` places after the head.
+    pub(super) fn index(&self, off: usize) -> usize {
+        let i = self.head.wrapping_add(off);
+        if i >= N {
+            i.wrapping_sub(N)
+        } else {
+            i
+        }
+    }
+
+    /// Returns the slot `off` places after the head.
+    pub(super) fn slot(&self, off: usize) -> Option<&Slot> {
+        if off >= self.len {
+            return None;
+        }
+        self.ring.get(self.index(off))
+    }
+
+    /// Moves the transmit cursor to `psn` (go-back-N, or forward past acknowledged PSNs).
+    pub(super) fn seek(&mut self, psn: Psn) {
+        let mut off = self.done;
+        while let Some(slot) = self.slot(off).copied() {
+            if slot.contains(psn) {
+                self.tx_slot = off;
+                self.tx_pkt = psn.diff(slot.first_psn).unsigned_abs();
+                return;
+            }
+            off = off.wrapping_add(1);
+        }
+        self.tx_slot = self.len;
+        self.tx_pkt = 0;
+    }
+
+    /// Returns the PSN the transmit cursor points at.
+    pub(super) fn cursor_psn(&self) -> Psn {
+        match self.slot(self.tx_slot) {
+            Some(slot) => slot.first_psn.wrapping_add(self.tx_pkt),
+            None => self.post_psn,
+        }
+    }
+}

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC responder: what to do with each incoming request packet (rxe_resp.c).
+//!
+//! [`Responder::on_request`] takes the header values of a request ([`Request`]) and the
+//! size of the receive WQE at the head of the receive queue (if any), and returns a
+//! [`RespOutcome`]: whether to start using that receive WQE, where the payload goes
+//! ([`Placement`]), whether a receive WQE completes, which ACK/NAK to send ([`Reply`]) and
+//! whether the QP must enter ERR. The checks run in the IBA order (9.7.4.1, rxe
+//! `rxe_receiver()`):
+//!
+//! 1. PSN: a duplicate SEND or WRITE packet is not executed again but re-ACKed with the
+//!    PSN of the last executed request (C9-105); a PSN ahead of the expected one draws one
+//!    NAK PSN sequence error carrying the expected PSN, and nothing more until the expected
+//!    PSN arrives (C9-110..112).
+//! 2. Opcode sequence: a MIDDLE or LAST without a FIRST, or a new message inside an
+//!    unfinished one, is NAK invalid request (class C: the QP enters ERR).
+//! 3. Opcode validity: RDMA WRITE only with remote write access; READ, atomics, FLUSH and
+//!    ATOMIC WRITE are not supported yet and are NAK invalid request.
+//! 4. Resources: the first packet of a SEND, and a WRITE with immediate, need a receive
+//!    WQE; without one the answer is an RNR NAK with the QP's `min_rnr_timer` and the packet
+//!    is dropped (class B, the QP stays up).
+//! 5. Length: FIRST and MIDDLE packets carry exactly one MTU, LAST 1..=MTU, ONLY 0..=MTU
+//!    (C9-92 and 9.7.2); a RETH length is at most 2^31 (C9-94); a WRITE's packets must add
+//!    up to its RETH length; a SEND must fit its receive WQE (local length error).
+//!
+//! ACKs follow rxe: one for every packet with AckReq set (the requester decides how often,
+//! which is where ACKs are coalesced), carrying that packet's PSN and the MSN after it.
+//! The AETH credit field is "invalid" (no end-to-end flow control), as sent by rxe.
+
+use super::super::aeth::{Credits, NakCode, RnrTimer, Syndrome};
+use super::super::bth::{BthFields, Qpn};
+use super::super::ext::AethFields;
+use super::super::opcode::{Op, Opcode, Position};
+use super::super::packet::{Packet, PacketSpec};
+use super::super::psn::{Msn, Psn, PsnClass};
+use super::{PathMtu, WcStatus, MAX_DMA_LEN};
+
+/// The header values of an incoming request that the responder decides on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Request {
+    /// Opcode.
+    pub opcode: Opcode,
+    /// BTH PSN.
+    pub psn: Psn,
+    /// BTH AckReq bit.
+    pub ack_req: bool,
+    /// BTH SE bit.
+    pub solicited: bool,
+    /// Payload length in bytes, without pad.
+    pub payload_len: u32,
+    /// RETH virtual address, rkey and DMA length, if present.
+    pub reth: Option<(u64, u32, u32)>,
+    /// Immediate data, if present.
+    pub imm: Option<u32>,
+    /// IETH rkey to invalidate, if present.
+    pub inv_rkey: Option<u32>,
+}
+
+impl Request {
+    /// Extracts the request fields of a parsed packet.
+    pub fn from_packet(pkt: &Packet<'_>) -> Self {
+        Self {
+            opcode: pkt.opcode(),
+            psn: pkt.bth.psn(),
+            ack_req: pkt.bth.ack_req(),
+            solicited: pkt.bth.solicited(),
+            payload_len: u32::try_from(pkt.payload.len()).unwrap_or(u32::MAX),
+            reth: pkt.reth.map(|r| (r.va(), r.rkey(), r.dma_len())),
+            imm: pkt.immdt.map(|i| i.imm()),
+            inv_rkey: pkt.ieth.map(|i| i.rkey()),
+        }
+    }
+}
+
+/// Per-connection parameters of a [`Responder`] (from `modify_qp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResponderConfig {
+    /// First expected PSN (`IB_QP_RQ_PSN`).
+    pub rq_psn: Psn,
+    /// Path MTU (`IB_QP_PATH_MTU`).
+    pub mtu: PathMtu,
+    /// RNR timer code sent in RNR NAKs (`IB_QP_MIN_RNR_TIMER`).
+    pub min_rnr_timer: RnrTimer,
+    /// `IB_ACCESS_REMOTE_WRITE` in the QP access flags.
+    pub remote_write: bool,
+}
+
+/// Where the payload of an accepted request goes (`payload_len` bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Into the current receive WQE, at this byte offset of its scatter list.
+    Recv {
+        /// Byte offset.
+        offset: u32,
+    },
+    /// Into remote-writable memory at `va`, checked against `rkey` (RDMA WRITE).
+    Remote {
+        /// Virtual address.
+        va: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+}
+
+/// A receive work completion for the current receive WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvCompletion {
+    /// Status.
+    pub status: WcStatus,
+    /// `byte_len`: bytes received (the RETH length for a WRITE with immediate).
+    pub byte_len: u32,
+    /// `IB_WC_RECV_RDMA_WITH_IMM` rather than `IB_WC_RECV`.
+    pub rdma_with_imm: bool,
+    /// Immediate data (`IB_WC_WITH_IMM`).
+    pub imm: Option<u32>,
+    /// Invalidated rkey (`IB_WC_WITH_INVALIDATE`): the caller invalidates it first.
+    pub inv_rkey: Option<u32>,
+    /// The BTH SE bit of the last packet (solicited event for the CQ).
+    pub solicited: bool,
+}
+
+/// An ACK, NAK or RNR NAK to send (`RC_ACKNOWLEDGE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// BTH PSN.
+    pub psn: Psn,
+    /// AETH MSN.
+    pub msn: Msn,
+    /// AETH syndrome.
+    pub syndrome: Syndrome,
+}
+
+impl Reply {
+    /// Returns the header set of the acknowledge packet.
+    pub fn spec(&self, dest_qp: Qpn, pkey: u16) -> PacketSpec<'static> {
+        PacketSpec {
+            bth: BthFields {
+                opcode: Opcode::RC_ACKNOWLEDGE,
+                pkey,
+                dest_qp,
+                psn: self.psn,
+                ..BthFields::default()
+            },
+            aeth: Some(AethFields {
+                syndrome: self.syndrome.encode(),
+                msn: self.msn,
+            }),
+            ..PacketSpec::default()
+        }
+    }
+}
+
+/// What to do for one request, in field order; [`RespOutcome::default`] means "drop it".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RespOutcome {
+    /// Make the receive queue head the current receive WQE (for an SRQ: dequeue it now).
+    pub begin_recv: bool,
+    /// Where the payload goes. If placing it fails, skip the rest and call
+    /// [`Responder::on_local_error`].
+    pub placement: Option<Placement>,
+    /// Complete the current receive WQE and release it.
+    pub complete: Option<RecvCompletion>,
+    /// Send this acknowledge packet.
+    pub reply: Option<Reply>,
+    /// Move the QP to ERR (after the above).
+    pub fatal: bool,
+}
+
+/// Why placing an accepted payload failed, for [`Responder::on_local_error`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalError {
+    /// The RETH rkey, bounds or access rights are invalid (class C remote access error).
+    RemoteAccess,
+    /// The receive WQE's scatter list could not be written (lkey/protection: class A).
+    RecvProtection,
+}
+
+/// The message the responder is in the middle of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum InMsg {
+    None,
+    Send,
+    Write,
+}
+
+/// The receive side of an RC QP.
+///
+/// # Invariants
+///
+/// `recv_off <= recv_cap` while a receive WQE is current.
+#[derive(Clone, Copy, Debug)]
+pub struct Responder {
+    cfg: ResponderConfig,
+    /// Expected PSN.
+    epsn: Psn,
+    /// MSN: number of completed requests, modulo 2^24.
+    msn: Msn,
+    /// MSN before the last executed request (for a NAK after a failed placement).
+    prev_msn: Msn,
+    in_msg: InMsg,
+    /// A NAK PSN sequence error was sent and the expected PSN has not arrived since.
+    nak_sent: bool,
+    /// A receive WQE is current.
+    recv_active: bool,
+    recv_off: u32,
+    recv_cap: u32,
+    write_va: u64,
+    write_rkey: u32,
+    write_left: u32,
+    write_total: u32,
+    dead: bool,
+}
+
+impl Responder {
+    /// Creates a responder in its initial (RTR entry) state.
+    pub fn new(cfg: ResponderConfig) -> Self {
+        Self {
+            cfg,
+            epsn: cfg.rq_psn,
+            msn: Msn::default(),
+            prev_msn: Msn::default(),
+            in_msg: InMsg::None,
+            nak_sent: false,
+            recv_active: false,
+            recv_off: 0,
+            recv_cap: 0,
+            write_va: 0,
+            write_rkey: 0,
+            write_left: 0,
+            write_total: 0,
+            dead: false,
+        }
+    }
+
+    /// Returns to the initial state with a new configuration (modify to RESET, then RTR).
+    pub fn reset(&mut self, cfg: ResponderConfig) {
+        *self = Self::new(cfg);
+    }
+
+    /// Returns the next expected PSN.
+    pub fn expected_psn(&self) -> Psn {
+        self.epsn
+    }
+
+    /// Returns the current MSN.
+    pub fn msn(&self) -> Msn {
+        self.msn
+    }
+
+    /// Enters the error state (modify to ERR or a send-side fatal error). Returns `true` if a
+    /// receive WQE is current: the caller completes it with [`WcStatus::WrFlushErr`] before
+    /// flushing the rest of the receive queue.
+    pub fn flush(&mut self) -> bool {
+        self.dead = true;
+        core::mem::replace(&mut self.recv_active, false)
+    }
+
+    /// Decides what to do with an incoming request.
+    ///
+    /// `recv_len` is the total length of the receive WQE at the head of the receive queue,
+    /// or `None` if the queue is empty; it is only looked at when the request needs a new
+    /// receive WQE.
+    pub fn on_request(&mut self, req: &Request, recv_len: Option<u32>) -> RespOutcome {
+        let drop = RespOutcome::default();
+        let Some(info) = req.opcode.info() else {
+            return drop;
+        };
+        if self.dead || !info.is_request() {
+            return drop;
+        }
+        match req.psn.classify(self.epsn, 1 << 23) {
+            PsnClass::Expected => self.nak_sent = false,
+            PsnClass::Duplicate => {
+                // C9-105: re-ACK a duplicate SEND/WRITE with the last executed PSN. READ
+                // and atomic replay need the responder resources (not implemented).
+                return match info.op {
+                    Op::Send | Op::Write => RespOutcome {
+                        reply: Some(self.reply(self.epsn.wrapping_add(0xff_ffff), ack())),
+                        ..drop
+                    },
+                    _ => drop,
+                };
+            }
+            PsnClass::Ahead | PsnClass::TooFarAhead => {
+                if self.nak_sent {
+                    return drop;
+                }
+                self.nak_sent = true;
+                return RespOutcome {
+                    reply: Some(self.reply(self.epsn, Syndrome::Nak(NakCode::PsnSequenceError))),
+                    ..drop
+                };
+            }
+        }
+        let len = req.payload_len;
+        let mtu = self.cfg.mtu.bytes();
+        let seq_ok = match (self.in_msg, info.position) {
+            (InMsg::Send, Position::Middle | Position::Last) => info.op == Op::Send,
+            (InMsg::Write, Position::Middle | Position::Last) => info.op == Op::Write,
+            (InMsg::None, Position::First | Position::Only) => true,
+            _ => false,
+        };
+        let op_ok = match info.op {
+            Op::Send => true,
+            Op::Write => self.cfg.remote_write,
+            _ => false,
+        };
+        let len_ok = match info.position {
+            Position::First | Position::Middle => len == mtu,
+            Position::Last => len != 0 && len <= mtu,
+            Position::Only => len <= mtu,
+        } && req.reth.is_none_or(|(_, _, l)| l <= MAX_DMA_LEN);
+        if !(seq_ok && op_ok && len_ok) {
+            return self.fail(req.psn, NakCode::InvalidRequest, WcStatus::RemInvReqErr);
+        }
+        let mut out = drop;
+        if info.consumes_rwqe() {
+            let Some(cap) = recv_len else {
+                return RespOutcome {
+                    reply: Some(self.reply(req.psn, Syndrome::RnrNak(self.cfg.min_rnr_timer))),
+                    ..drop
+                };
+            };
+            out.begin_recv = true;
+            self.recv_active = true;
+            self.recv_off = 0;
+            self.recv_cap = cap;
+        }
+        if info.op == Op::Send {
+            let end = self
+                .recv_off
+                .checked_add(len)
+                .filter(|&e| e <= self.recv_cap);
+            let Some(end) = end else {
+                let mut out = self.fail(req.psn, NakCode::InvalidRequest, WcStatus::LocLenErr);
+                out.begin_recv |= info.consumes_rwqe();
+                return out;
+            };
+            out.placement = Some(Placement::Recv {
+                offset: self.recv_off,
+            });
+            self.recv_off = end;
+        } else {
+            if info.is_first() {
+                let (va, rkey, dma_len) = req.reth.unwrap_or_default();
+                self.write_va = va;
+                self.write_rkey = rkey;
+                self.write_left = dma_len;
+                self.write_total = dma_len;
+            }
+            if len > self.write_left || (info.is_last() && len != self.write_left) {
+                let mut out = self.fail(req.psn, NakCode::InvalidRequest, WcStatus::RemInvReqErr);
+                out.begin_recv |= info.consumes_rwqe();
+                return out;
+            }
+            if len != 0 {
+                out.placement = Some(Placement::Remote {
+                    va: self.write_va,
+                    rkey: self.write_rkey,
+                });
+            }
+            self.write_va = self.write_va.wrapping_add(u64::from(len));
+            self.write_left = self.write_left.wrapping_sub(len);
+        }
+        self.prev_msn = self.msn;
+        if info.is_last() {
+            self.msn = self.msn.next();
+            self.in_msg = InMsg::None;
+        } else {
+            self.in_msg = if info.op == Op::Send {
+                InMsg::Send
+            } else {
+                InMsg::Write
+            };
+        }
+        if info.completes_rwqe() {
+            self.recv_active = false;
+            out.complete = Some(RecvCompletion {
+                status: WcStatus::Success,
+                byte_len: if info.op == Op::Send {
+                    self.recv_off
+                } else {
+                    self.write_total
+                },
+                rdma_with_imm: info.op == Op::Write,
+                imm: req.imm,
+                inv_rkey: req.inv_rkey,
+                solicited: req.solicited,
+            });
+        }
+        self.epsn = req.psn.next();
+        if req.ack_req {
+            out.reply = Some(self.reply(req.psn, ack()));
+        }
+        out
+    }
+
+    /// Reports that placing the payload of the request just accepted failed: NAKs it,
+    /// completes the current receive WQE in error and enters the error state.
+    pub fn on_local_error(&mut self, err: LocalError) -> RespOutcome {
+        self.msn = self.prev_msn;
+        let psn = self.epsn.wrapping_add(0xff_ffff);
+        match err {
+            LocalError::RemoteAccess => {
+                self.fail(psn, NakCode::RemoteAccessError, WcStatus::RemAccessErr)
+            }
+            LocalError::RecvProtection => {
+                self.fail(psn, NakCode::RemoteOperationalError, WcStatus::LocProtErr)
+            }
+        }
+    }
+
+    /// NAKs `psn` with `code`, completes the current receive WQE (if any) with `status` and
+    /// enters the error state.
+    fn fail(&mut self, psn: Psn, code: NakCode, status: WcStatus) -> RespOutcome {
+        let reply = self.reply(psn, Syndrome::Nak(code));
+        let recv = core::mem::replace(&mut self.recv_active, false);
+        self.dead = true;
+        RespOutcome {
+            complete: recv.then_some(RecvCompletion {
+                status,
+                byte_len: self.recv_off,
+                rdma_with_imm: false,
+                imm: None,
+                inv_rkey: None,
+                solicited: false,
+            }),
+            reply: Some(reply),
+            fatal: true,
+            ..RespOutcome::default()
+        }
+    }
+
+    fn reply(&self, psn: Psn, syndrome: Syndrome) -> Reply {
+        Reply {
+            psn,
+            msn: self.msn,
+            syndrome,
+        }
+    }
+}
+
+/// A positive ACK without credit information (rxe `AETH_ACK_UNLIMITED`).
+const fn ack() -> Syndrome {
+    Syndrome::Ack(Credits::INVALID)
+}
