@@ -1001,10 +1001,8 @@ impl<T: Driver> DeviceVTable<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: The CQ is initialised (type invariant of `Cq`).
-            let missed = T::req_notify_cq(
-                unsafe { &*cq.cast::<Cq<T>>() },
-                NotifyFlags::from_raw(flags.0),
-            )?;
+            let cq = unsafe { &*cq.cast::<Cq<T>>() };
+            let missed = T::req_notify_cq(cq, NotifyFlags::from_raw(flags.0))?;
             Ok(c_int::from(missed))
         })
     }
