@@ -23,6 +23,7 @@ use super::{
     mmap,
     netdev::NetDevice,
     pd::Pd,
+    qp::{self, Qp, QpAttrs, QpCaps, QpInit},
 };
 use crate::{
     alloc::allocator::Kmalloc,
@@ -75,6 +76,18 @@ impl Mtu {
             Mtu::Mtu2048 => 2048,
             Mtu::Mtu4096 => 4096,
         }
+    }
+
+    /// Converts an `enum ib_mtu` value.
+    pub fn from_raw(v: u32) -> Option<Self> {
+        Some(match v {
+            bindings::ib_mtu_IB_MTU_256 => Mtu::Mtu256,
+            bindings::ib_mtu_IB_MTU_512 => Mtu::Mtu512,
+            bindings::ib_mtu_IB_MTU_1024 => Mtu::Mtu1024,
+            bindings::ib_mtu_IB_MTU_2048 => Mtu::Mtu2048,
+            bindings::ib_mtu_IB_MTU_4096 => Mtu::Mtu4096,
+            _ => return None,
+        })
     }
 
     /// Returns the largest MTU not above `bytes`, or `None` if `bytes` is below 256.
@@ -299,7 +312,7 @@ impl UData {
     /// # Safety
     ///
     /// `ptr` is null or points to a valid `struct ib_udata` that outlives `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_udata) -> Option<&'a Self> {
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_udata) -> Option<&'a Self> {
         // SAFETY: `UData` is a transparent wrapper of `struct ib_udata`, and the caller
         // guarantees that a non-null `ptr` is valid for `'a`.
         unsafe { ptr.cast::<Self>().as_ref() }
@@ -361,6 +374,9 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Driver data of each completion queue.
     type Cq: Send + Sync;
 
+    /// Driver data of each queue pair.
+    type Qp: Send + Sync;
+
     /// The driver id reported to userspace.
     const DRIVER_ID: DriverId;
 
@@ -413,6 +429,31 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Resizes a user completion queue to at least `cqe` entries.
     fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: Option<&UData>) -> Result;
+
+    /// Prepares a new queue pair (checks, queues, QP number, the udata response) and returns
+    /// the initialiser of its driver data.
+    fn create_qp(
+        dev: &Device<Self>,
+        pd: &Pd<Self>,
+        init: &QpInit<'_, Self>,
+    ) -> Result<impl PinInit<Self::Qp, Error>>;
+
+    /// Applies the attributes of `attrs.mask` (state transitions included).
+    fn modify_qp(qp: &Qp<Self>, attrs: &QpAttrs, udata: Option<&UData>) -> Result;
+
+    /// Returns the current attributes, the capabilities and whether all send WQEs are
+    /// signalled.
+    fn query_qp(qp: &Qp<Self>) -> Result<(QpAttrs, QpCaps, bool)>;
+
+    /// Prepares the destruction of a queue pair; on success its data is dropped next.
+    fn destroy_qp(qp: &Qp<Self>) -> Result;
+
+    /// The send doorbell of a user queue pair: new WQEs are in its shared send queue.
+    ///
+    /// # Context
+    ///
+    /// Process context of the posting thread.
+    fn send_doorbell(qp: &Qp<Self>) -> Result;
 }
 
 /// Pads `size_of::<T>()` to `T`'s alignment, so that kmalloc's alignment guarantee for that
@@ -720,6 +761,12 @@ impl<T: Driver> DeviceVTable<T> {
         size_ib_ucontext: kmalloc_size::<UContext<T>>(),
         size_ib_pd: kmalloc_size::<Pd<T>>(),
         size_ib_cq: kmalloc_size::<Cq<T>>(),
+        create_qp: Some(Self::create_qp_callback),
+        modify_qp: Some(Self::modify_qp_callback),
+        query_qp: Some(Self::query_qp_callback),
+        destroy_qp: Some(Self::destroy_qp_callback),
+        post_send: Some(Self::post_send_callback),
+        size_ib_qp: kmalloc_size::<Qp<T>>(),
         ..pin_init::zeroed()
     };
 
@@ -1043,6 +1090,77 @@ impl<T: Driver> DeviceVTable<T> {
     unsafe extern "C" fn mmap_free_callback(entry: *mut bindings::rdma_user_mmap_entry) {
         // SAFETY: All mmap entries of this driver's contexts come from `SharedBuffer`.
         unsafe { mmap::free_entry(entry) };
+    }
+
+    /// # Safety
+    ///
+    /// See [`qp::create`].
+    unsafe extern "C" fn create_qp_callback(
+        ibqp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: Forwarded from the core with the same contract.
+        from_result(|| unsafe { qp::create::<T>(ibqp, init, udata) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// See [`qp::modify`].
+    unsafe extern "C" fn modify_qp_callback(
+        ibqp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: Forwarded from the core with the same contract.
+        from_result(|| unsafe { qp::modify::<T>(ibqp, attr, mask, udata) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// See [`qp::query`].
+    unsafe extern "C" fn query_qp_callback(
+        ibqp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _mask: c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> c_int {
+        // SAFETY: Forwarded from the core with the same contract.
+        from_result(|| unsafe { qp::query::<T>(ibqp, attr, init) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// See [`qp::destroy`].
+    unsafe extern "C" fn destroy_qp_callback(
+        ibqp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: Forwarded from the core with the same contract.
+        from_result(|| unsafe { qp::destroy::<T>(ibqp) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// `ibqp` was initialised by `create_qp`; `wr` is null (a user doorbell) or a chain of
+    /// work requests, `bad_wr` valid for writes.
+    unsafe extern "C" fn post_send_callback(
+        ibqp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad_wr: *mut *const bindings::ib_send_wr,
+    ) -> c_int {
+        if !wr.is_null() {
+            // Kernel work requests are not supported yet (the device is no kverbs provider).
+            // SAFETY: `bad_wr` is valid for writes.
+            unsafe { bad_wr.write(wr) };
+            return EOPNOTSUPP.to_errno();
+        }
+        from_result(|| {
+            // SAFETY: The QP is initialised.
+            T::send_doorbell(unsafe { &*ibqp.cast::<Qp<T>>() })?;
+            Ok(0)
+        })
     }
 
     /// # Safety

@@ -10,7 +10,7 @@
 //! - [`link`]: `rdma link add NAME type TYPE netdev DEV` through an `rdma_link_ops`
 //!   registration.
 //! - [`netdev`]: the network devices an RDMA device is bound to, and netdevice events.
-//! - [`pd`], [`cq`]: protection domains and completion queues.
+//! - [`pd`], [`cq`], [`qp`]: protection domains, completion queues and queue pairs.
 //! - [`mmap`]: memory shared with userspace (the user provider maps queues).
 //!
 //! The kernel crate is built into vmlinux, so these abstractions need the RDMA core built in
@@ -25,6 +25,7 @@ pub mod link;
 pub mod mmap;
 pub mod netdev;
 pub mod pd;
+pub mod qp;
 
 /// Computes the little-endian (reflected) CRC-32 of `data`, continuing from `seed`, with the
 /// kernel's (possibly accelerated) implementation.

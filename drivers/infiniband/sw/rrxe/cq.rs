@@ -8,7 +8,7 @@
 
 use crate::params::Slot;
 use crate::proto::uabi::{QueueGeometry, CACHE_LINE_SIZE, UPSTREAM_CQE_SIZE};
-use crate::queue::ProducerQueue;
+use crate::queue::SharedQueue;
 use crate::Rrxe;
 use kernel::new_spinlock;
 use kernel::prelude::*;
@@ -41,7 +41,7 @@ pub(crate) struct RrxeCq {
 }
 
 struct CqState {
-    queue: ProducerQueue,
+    queue: SharedQueue,
     /// Armed `IB_CQ_SOLICITED` / `IB_CQ_NEXT_COMP` flags.
     notify: u32,
 }
@@ -62,11 +62,11 @@ impl RrxeCq {
                 if udata.out_len() < crate::queue::MMINFO_SIZE {
                     return Err(EINVAL);
                 }
-                let (queue, mi) = ProducerQueue::new_user(ctx, geo)?;
+                let (queue, mi) = SharedQueue::new_user(ctx, geo)?;
                 udata.respond(&mi)?;
                 queue
             }
-            (None, _) => ProducerQueue::new_kernel(geo)?,
+            (None, _) => SharedQueue::new_kernel(geo)?,
             (Some(_), None) => return Err(EINVAL),
         };
         init.set_cqe(geo.capacity());
@@ -105,7 +105,7 @@ impl RrxeCq {
             return Err(EINVAL);
         }
         let geo = cq_geometry(cqe)?;
-        let (queue, mi) = ProducerQueue::new_user(ctx, geo)?;
+        let (queue, mi) = SharedQueue::new_user(ctx, geo)?;
         // Copying to userspace may sleep: respond before taking the lock. If the move fails,
         // the verb fails and userspace ignores the response, whose queue is freed here.
         udata.respond(&mi)?;

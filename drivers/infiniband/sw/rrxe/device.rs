@@ -4,6 +4,8 @@
 
 use crate::cq::{RrxeCq, RrxePd};
 use crate::params::{self, Counter};
+use crate::qp::RrxeQp;
+use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::rdma::{
     cq::{Cq, CqInit, NotifyFlags},
@@ -14,12 +16,21 @@ use kernel::rdma::{
     },
     netdev::NetDevice,
 };
-use kernel::sync::Arc;
+use kernel::rdma::{
+    pd::Pd,
+    qp::{Qp, QpAttrs, QpCaps, QpInit},
+};
+use kernel::sync::{
+    atomic::{ordering::Relaxed, Atomic},
+    Arc, Mutex,
+};
+use kernel::xarray::{AllocKind, XArray};
 
 /// The rrxe driver.
 pub(crate) struct Rrxe;
 
 /// Per-device state.
+#[pin_data]
 pub(crate) struct RrxeDev {
     /// System image GUID (host byte order): the modified EUI-64 of the netdevice's MAC.
     guid: u64,
@@ -27,6 +38,41 @@ pub(crate) struct RrxeDev {
     pds: Arc<Counter>,
     /// Completion queues in use.
     cqs: Arc<Counter>,
+    /// Queue pairs in use.
+    pub(crate) qps: Arc<Counter>,
+    /// QP numbers in use (the value is the number itself). Allocation and release take
+    /// `qpn_lock`, because storing may drop the array's own lock to allocate.
+    #[pin]
+    qpns: XArray<KBox<u32>>,
+    #[pin]
+    qpn_lock: Mutex<()>,
+    /// Where the search for a free QP number starts.
+    next_qpn: Atomic<u32>,
+}
+
+impl RrxeDev {
+    /// Allocates an unused QP number (24 bits, at least [`params::MIN_QPN`]).
+    pub(crate) fn alloc_qpn(&self) -> Result<u32> {
+        let _guard = self.qpn_lock.lock();
+        let span = params::QPN_MASK - params::MIN_QPN + 1;
+        for _ in 0..span {
+            let n = self.next_qpn.fetch_add(1, Relaxed) % span + params::MIN_QPN;
+            // Allocate before taking the array's spinlock.
+            let entry = KBox::new(n, GFP_KERNEL)?;
+            let mut xa = self.qpns.lock();
+            if xa.get(n as usize).is_none() {
+                xa.store(n as usize, entry, GFP_KERNEL)?;
+                return Ok(n);
+            }
+        }
+        Err(ENOSPC)
+    }
+
+    /// Releases a QP number.
+    pub(crate) fn free_qpn(&self, qpn: u32) {
+        let _guard = self.qpn_lock.lock();
+        drop(self.qpns.lock().remove(qpn as usize));
+    }
 }
 
 /// Per-user-context state.
@@ -73,10 +119,14 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             uverbs_cmds: &EXTRA_UVERBS_CMDS,
             name_assigned_by_user: true,
         },
-        Ok::<_, Error>(RrxeDev {
+        try_pin_init!(RrxeDev {
             guid,
             pds: Counter::new(params::MAX_PD)?,
             cqs: Counter::new(params::MAX_CQ)?,
+            qps: Counter::new(params::MAX_QP)?,
+            qpns <- XArray::new(AllocKind::Alloc),
+            qpn_lock <- new_mutex!(()),
+            next_qpn: Atomic::new(0),
         }),
     )?;
     dev.register(name, ndev, PORT)?;
@@ -102,6 +152,7 @@ impl Driver for Rrxe {
     type UContext = RrxeUContext;
     type Pd = RrxePd;
     type Cq = RrxeCq;
+    type Qp = RrxeQp;
 
     const DRIVER_ID: DriverId = DriverId::RXE;
     const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
@@ -111,9 +162,15 @@ impl Driver for Rrxe {
         if udata.is_some_and(|u| u.in_len() != 0 || u.out_len() != 0) {
             return Err(EINVAL);
         }
-        // Only what is implemented is advertised: no QPs, MRs, SRQs or AHs yet.
+        // Only what is implemented is advertised: no MRs, SRQs or AHs yet.
         Ok(DeviceAttrs {
             sys_image_guid: dev.data().guid,
+            max_qp: params::MAX_QP,
+            max_qp_wr: params::MAX_QP_WR,
+            max_send_sge: params::MAX_SGE,
+            max_recv_sge: params::MAX_SGE,
+            max_qp_rd_atom: params::MAX_QP_RD_ATOM,
+            max_qp_init_rd_atom: params::MAX_QP_RD_ATOM,
             max_pd: params::MAX_PD,
             max_cq: params::MAX_CQ,
             max_cqe: params::MAX_CQE,
@@ -205,5 +262,31 @@ impl Driver for Rrxe {
 
     fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: Option<&UData>) -> Result {
         RrxeCq::resize(cq, cqe, udata)
+    }
+
+    fn create_qp(
+        dev: &Device<Self>,
+        pd: &Pd<Self>,
+        init: &QpInit<'_, Self>,
+    ) -> Result<impl PinInit<RrxeQp, Error>> {
+        RrxeQp::new(dev, pd, init)
+    }
+
+    fn modify_qp(qp: &Qp<Self>, attrs: &QpAttrs, _udata: Option<&UData>) -> Result {
+        RrxeQp::modify(qp, attrs)
+    }
+
+    fn query_qp(qp: &Qp<Self>) -> Result<(QpAttrs, QpCaps, bool)> {
+        Ok(RrxeQp::query(qp))
+    }
+
+    fn destroy_qp(qp: &Qp<Self>) -> Result {
+        qp.device().data().free_qpn(qp.qp_num());
+        Ok(())
+    }
+
+    fn send_doorbell(_qp: &Qp<Self>) -> Result {
+        // The RC engine is not wired to the rings yet: say so rather than drop the WQEs.
+        Err(EOPNOTSUPP)
     }
 }

@@ -27,6 +27,28 @@ pub(crate) const MAX_CQ: u32 = 1 << 20;
 /// Most entries of a completion queue (the C driver's limit).
 pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
 
+/// Most queue pairs per device.
+pub(crate) const MAX_QP: u32 = (1 << 20) - 16;
+
+/// Most work requests per work queue.
+pub(crate) const MAX_QP_WR: u32 = 1 << 20;
+
+/// Most scatter/gather entries per work request.
+pub(crate) const MAX_SGE: u32 = 32;
+
+/// Most inline data per send WQE: the SGE area of the largest WQE.
+pub(crate) const MAX_INLINE_DATA: u32 = 16 * MAX_SGE;
+
+/// Most outstanding RDMA READ/atomic operations per QP, either side.
+pub(crate) const MAX_QP_RD_ATOM: u32 = 128;
+
+/// First QP number given to ordinary QPs (0 and 1 are the special QPs; the C driver starts
+/// at 16 too).
+pub(crate) const MIN_QPN: u32 = 16;
+
+/// QP numbers are 24 bits.
+pub(crate) const QPN_MASK: u32 = 0xff_ffff;
+
 /// Local CA ACK delay exponent.
 pub(crate) const LOCAL_CA_ACK_DELAY: u8 = 15;
 

@@ -23,31 +23,42 @@ use kernel::rdma::{
 /// Size of a `struct mminfo` in a udata response.
 pub(crate) const MMINFO_SIZE: usize = 16;
 
-/// A queue in a shared buffer, written by the kernel (producer side).
-pub(crate) struct ProducerQueue {
+/// A queue in a shared buffer. The kernel produces into completion queues and consumes
+/// send and receive queues.
+pub(crate) struct SharedQueue {
     buf: SharedBuffer,
     geo: QueueGeometry,
 }
 
-impl ProducerQueue {
+impl SharedQueue {
     /// Allocates a user-mappable queue and returns it with its `struct mminfo` (mmap offset
     /// and size) for the udata response.
     pub(crate) fn new_user<T: Driver>(
         ctx: &UContext<T>,
         geo: QueueGeometry,
     ) -> Result<(Self, [u8; MMINFO_SIZE])> {
+        let (q, mi) = Self::new_user_mi(ctx, geo)?;
+        let mut bytes = [0u8; MMINFO_SIZE];
+        mi.write(&mut bytes).map_err(|_| EINVAL)?;
+        Ok((q, bytes))
+    }
+
+    /// Like [`Self::new_user`], with the `struct mminfo` as fields.
+    pub(crate) fn new_user_mi<T: Driver>(
+        ctx: &UContext<T>,
+        geo: QueueGeometry,
+    ) -> Result<(Self, MmInfoFields)> {
         let size = geo.mmap_len(PAGE_SIZE).ok_or(EINVAL)?;
         let (buf, offset) = SharedBuffer::new_user(ctx, usize::try_from(size)?)?;
         let q = Self::init(buf, geo)?;
-        let mut mi = [0u8; MMINFO_SIZE];
-        MmInfoFields {
-            offset,
-            size,
-            pad: 0,
-        }
-        .write(&mut mi)
-        .map_err(|_| EINVAL)?;
-        Ok((q, mi))
+        Ok((
+            q,
+            MmInfoFields {
+                offset,
+                size,
+                pad: 0,
+            },
+        ))
     }
 
     /// Allocates a queue for a kernel consumer.
@@ -99,7 +110,7 @@ impl ProducerQueue {
 
     /// Moves the waiting entries into `new` (for a resize); fails with `EINVAL` if they do
     /// not fit.
-    pub(crate) fn move_into(&self, new: &ProducerQueue) -> Result {
+    pub(crate) fn move_into(&self, new: &SharedQueue) -> Result {
         let count = self.count()?;
         if count > new.geo.capacity() {
             return Err(EINVAL);
@@ -128,7 +139,7 @@ mod tests {
     #[test]
     fn kernel_queue_fills_and_wraps() -> Result {
         let geo = QueueGeometry::new(3, 48, CACHE_LINE_SIZE).map_err(|_| EINVAL)?;
-        let q = ProducerQueue::new_kernel(geo)?;
+        let q = SharedQueue::new_kernel(geo)?;
         for i in 0..3u8 {
             q.push(&[i; 48])?;
         }

@@ -12,6 +12,7 @@
 //! - `params.rs`: device limits, object counters, netdevice-to-RDMA mappings (MTU, GUID).
 //! - `queue.rs`: the rxe shared queue (ring in memory mapped by the user provider).
 //! - `cq.rs`: protection domains and completion queues.
+//! - `qp.rs`: queue pairs: rings, attribute checks, state (the data path is not wired yet).
 //! - `proto/`: the RoCEv2 wire core (headers, opcode table, ICRC, PSN, target selection),
 //!   `core`-only, shared with the host crate `tools/rrxe`.
 //! - `wire.rs`: glue between the wire core and the kernel (ICRC with the kernel's crc32).
@@ -27,6 +28,7 @@ mod cq;
 mod device;
 mod params;
 pub mod proto;
+mod qp;
 mod queue;
 mod wire;
 

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: creation with the send and receive rings userspace maps, attribute checks
+//! on modify (the spec's transition table through the core, then what this device supports),
+//! query and destroy.
+//!
+//! The data path (the RC engine of [`crate::proto::rc`] driven from these rings) is not wired
+//! yet: the send doorbell answers `EOPNOTSUPP`, so a user's `ibv_post_send` fails visibly.
+
+use crate::params::{self, Slot};
+use crate::proto::uabi::{self, CreateQpRespFields, QueueGeometry, CACHE_LINE_SIZE};
+use crate::queue::SharedQueue;
+use crate::Rrxe;
+use kernel::new_spinlock;
+use kernel::prelude::*;
+use kernel::rdma::{
+    device::{Device, Mtu},
+    pd::Pd,
+    qp::{self, attr, AhAttr, Qp, QpAttrs, QpCaps, QpInit, QpState, QpType},
+};
+use kernel::sync::SpinLock;
+
+/// GID type of RoCE v2 entries (`IB_GID_TYPE_ROCE_UDP_ENCAP`): the only one rrxe speaks.
+const GID_TYPE_ROCE_V2: u32 = 2;
+
+/// Per-QP state.
+#[pin_data]
+pub(crate) struct RrxeQp {
+    #[pin]
+    ctl: SpinLock<QpCtl>,
+    /// Send queue ring (consumed by the kernel).
+    _sq: SharedQueue,
+    /// Receive queue ring; none with a shared receive queue.
+    _rq: Option<SharedQueue>,
+    _slot: Slot,
+}
+
+/// Attributes and state, changed by `modify_qp`.
+struct QpCtl {
+    attrs: QpAttrs,
+    caps: QpCaps,
+    sig_all: bool,
+}
+
+fn geometry(entries: u32, elem: usize) -> Result<QueueGeometry> {
+    QueueGeometry::new(entries, elem, CACHE_LINE_SIZE).map_err(|_| EINVAL)
+}
+
+/// Checks the requested capabilities against the device limits (`rxe_qp_chk_init`).
+fn check_caps(init: &QpInit<'_, Rrxe>) -> Result {
+    let c = &init.caps;
+    if c.max_send_wr > params::MAX_QP_WR
+        || c.max_send_sge > params::MAX_SGE
+        || c.max_inline_data > params::MAX_INLINE_DATA
+        || (!init.has_srq
+            && (c.max_recv_wr > params::MAX_QP_WR || c.max_recv_sge > params::MAX_SGE))
+    {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+impl RrxeQp {
+    /// Prepares a new QP (`ibv_create_qp`).
+    pub(crate) fn new(
+        dev: &Device<Rrxe>,
+        _pd: &Pd<Rrxe>,
+        init: &QpInit<'_, Rrxe>,
+    ) -> Result<impl PinInit<Self, Error>> {
+        if init.create_flags != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        match init.qp_type {
+            QpType::Rc | QpType::Uc | QpType::Ud => {}
+            // QP1 and other types come with the kernel verbs (RDMA CM), not yet.
+            _ => return Err(EOPNOTSUPP),
+        }
+        check_caps(init)?;
+        let (udata, ctx) = match (init.udata, init.ucontext) {
+            (Some(u), Some(c)) => (u, c),
+            // Kernel QPs need kernel work requests, which are not supported yet.
+            _ => return Err(EOPNOTSUPP),
+        };
+        if udata.in_len() != 0 || udata.out_len() < CreateQpRespFields::LEN {
+            return Err(EINVAL);
+        }
+        let slot = dev.data().qps.take()?;
+        let sqc =
+            uabi::sq_caps(init.caps.max_send_sge, init.caps.max_inline_data).map_err(|_| EINVAL)?;
+        let sq_geo = geometry(init.caps.max_send_wr, sqc.wqe_size)?;
+        let (sq, sq_mi) = SharedQueue::new_user_mi(ctx, sq_geo)?;
+        let mut resp = CreateQpRespFields {
+            sq_mi,
+            ..CreateQpRespFields::default()
+        };
+        let mut caps = QpCaps {
+            max_send_wr: sq_geo.capacity(),
+            max_send_sge: sqc.max_send_sge,
+            max_inline_data: sqc.max_inline_data,
+            ..QpCaps::default()
+        };
+        let rq = if init.has_srq {
+            None
+        } else {
+            let size = uabi::recv_wqe_size(init.caps.max_recv_sge).map_err(|_| EINVAL)?;
+            let geo = geometry(init.caps.max_recv_wr, size)?;
+            let (rq, mi) = SharedQueue::new_user_mi(ctx, geo)?;
+            resp.rq_mi = mi;
+            caps.max_recv_wr = geo.capacity();
+            caps.max_recv_sge = init.caps.max_recv_sge;
+            Some(rq)
+        };
+        let qpn = dev.data().alloc_qpn()?;
+        let mut bytes = [0u8; CreateQpRespFields::LEN];
+        if let Err(e) = resp
+            .write(&mut bytes)
+            .map_err(|_| EINVAL)
+            .and_then(|()| udata.respond(&bytes))
+        {
+            dev.data().free_qpn(qpn);
+            return Err(e);
+        }
+        init.set_caps(&caps);
+        init.set_qp_num(qpn);
+        let ctl = QpCtl {
+            attrs: QpAttrs {
+                state: Some(QpState::Reset),
+                port_num: 1,
+                ..QpAttrs::default()
+            },
+            caps,
+            sig_all: init.sq_sig_all,
+        };
+        Ok(try_pin_init!(Self {
+            ctl <- new_spinlock!(ctl, "rrxe_qp"),
+            _sq: sq,
+            _rq: rq,
+            _slot: slot,
+        }))
+    }
+
+    /// Checks and applies `ibv_modify_qp` attributes (`rxe_qp_chk_attr`, `rxe_qp_from_attr`).
+    pub(crate) fn modify(qp: &Qp<Rrxe>, a: &QpAttrs) -> Result {
+        let this = qp.data();
+        let dev = qp.device();
+        let port_mtu = dev
+            .netdev(1)
+            .map(|n| params::roce_mtu(n.mtu()))
+            .ok_or(ENODEV)?;
+        let mut ctl = this.ctl.lock();
+        let cur = match (a.mask & attr::CUR_STATE != 0, a.cur_state) {
+            (true, Some(s)) => s,
+            _ => ctl.attrs.state.unwrap_or(QpState::Reset),
+        };
+        let next = match (a.mask & attr::STATE != 0, a.state) {
+            (true, Some(s)) => s,
+            (true, None) => return Err(EINVAL),
+            (false, _) => cur,
+        };
+        if !qp::modify_is_ok(cur, next, qp.qp_type(), a.mask) {
+            return Err(EINVAL);
+        }
+        check_attrs(a, port_mtu)?;
+        merge(&mut ctl.attrs, a);
+        ctl.attrs.state = Some(next);
+        if next == QpState::Reset {
+            ctl.attrs.sq_draining = false;
+        }
+        Ok(())
+    }
+
+    /// Returns the attributes for `ibv_query_qp`.
+    pub(crate) fn query(qp: &Qp<Rrxe>) -> (QpAttrs, QpCaps, bool) {
+        let ctl = qp.data().ctl.lock();
+        let mut a = ctl.attrs;
+        a.cap = ctl.caps;
+        (a, ctl.caps, ctl.sig_all)
+    }
+}
+
+/// Checks the attributes a modify sets against what the port and the device support.
+fn check_attrs(a: &QpAttrs, port_mtu: Mtu) -> Result {
+    let has = |bit| a.mask & bit != 0;
+    if has(attr::PORT) && a.port_num != 1 {
+        return Err(EINVAL);
+    }
+    if has(attr::PKEY_INDEX) && a.pkey_index != 0 {
+        return Err(EINVAL);
+    }
+    if has(attr::PATH_MTU) && a.path_mtu.is_none_or(|m| m > port_mtu) {
+        return Err(EINVAL);
+    }
+    if has(attr::AV) {
+        check_ah(&a.ah)?;
+    }
+    if has(attr::MAX_QP_RD_ATOMIC) && u32::from(a.max_rd_atomic) > params::MAX_QP_RD_ATOM {
+        return Err(EINVAL);
+    }
+    if has(attr::MAX_DEST_RD_ATOMIC) && u32::from(a.max_dest_rd_atomic) > params::MAX_QP_RD_ATOM {
+        return Err(EINVAL);
+    }
+    if (has(attr::TIMEOUT) && a.timeout > 31)
+        || (has(attr::RETRY_CNT) && a.retry_cnt > 7)
+        || (has(attr::RNR_RETRY) && a.rnr_retry > 7)
+        || (has(attr::MIN_RNR_TIMER) && a.min_rnr_timer > 31)
+    {
+        return Err(EINVAL);
+    }
+    if (has(attr::RQ_PSN) && a.rq_psn > 0xff_ffff)
+        || (has(attr::SQ_PSN) && a.sq_psn > 0xff_ffff)
+        || (has(attr::DEST_QPN) && a.dest_qp_num > 0xff_ffff)
+    {
+        return Err(EINVAL);
+    }
+    // Resizing the work queues of an existing QP is not supported (as in the C driver).
+    if has(attr::CAP) {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Checks an address vector: RoCEv2 only, through port 1.
+fn check_ah(ah: &AhAttr) -> Result {
+    if ah.port_num != 1 || ah.sgid_type != GID_TYPE_ROCE_V2 {
+        return Err(EINVAL);
+    }
+    // A RoCEv2 destination is an IPv6 address or an IPv4-mapped one; the unspecified address
+    // cannot be one.
+    if ah.dgid == [0; 16] {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Copies the attributes of `a.mask` into `cur`.
+fn merge(cur: &mut QpAttrs, a: &QpAttrs) {
+    let has = |bit| a.mask & bit != 0;
+    if has(attr::ACCESS_FLAGS) {
+        cur.qp_access_flags = a.qp_access_flags;
+    }
+    if has(attr::PKEY_INDEX) {
+        cur.pkey_index = a.pkey_index;
+    }
+    if has(attr::PORT) {
+        cur.port_num = a.port_num;
+    }
+    if has(attr::QKEY) {
+        cur.qkey = a.qkey;
+    }
+    if has(attr::AV) {
+        cur.ah = a.ah;
+    }
+    if has(attr::PATH_MTU) {
+        cur.path_mtu = a.path_mtu;
+    }
+    if has(attr::TIMEOUT) {
+        cur.timeout = a.timeout;
+    }
+    if has(attr::RETRY_CNT) {
+        cur.retry_cnt = a.retry_cnt;
+    }
+    if has(attr::RNR_RETRY) {
+        cur.rnr_retry = a.rnr_retry;
+    }
+    if has(attr::RQ_PSN) {
+        cur.rq_psn = a.rq_psn;
+    }
+    if has(attr::MAX_QP_RD_ATOMIC) {
+        cur.max_rd_atomic = a.max_rd_atomic;
+    }
+    if has(attr::MIN_RNR_TIMER) {
+        cur.min_rnr_timer = a.min_rnr_timer;
+    }
+    if has(attr::SQ_PSN) {
+        cur.sq_psn = a.sq_psn;
+    }
+    if has(attr::MAX_DEST_RD_ATOMIC) {
+        cur.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    }
+    if has(attr::DEST_QPN) {
+        cur.dest_qp_num = a.dest_qp_num;
+    }
+}

@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs (`struct ib_qp`).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use super::{
+    cq::Cq,
+    device::{Device, Driver, Mtu, UContext, UData},
+    pd::Pd,
+};
+use crate::{bindings, prelude::*, types::Opaque};
+
+/// Transport service of a queue pair (`enum ib_qp_type`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum QpType {
+    /// Reliable Connected.
+    Rc,
+    /// Unreliable Connected.
+    Uc,
+    /// Unreliable Datagram.
+    Ud,
+    /// The General Services Interface QP (QP1), used by the connection manager.
+    Gsi,
+    /// Any other type (not supported by soft RoCE).
+    Other(u32),
+}
+
+impl QpType {
+    fn from_raw(v: u32) -> Self {
+        match v {
+            bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
+            bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
+            bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
+            bindings::ib_qp_type_IB_QPT_GSI => Self::Gsi,
+            v => Self::Other(v),
+        }
+    }
+}
+
+/// Queue pair state (`enum ib_qp_state`).
+#[repr(u32)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum QpState {
+    /// Reset.
+    Reset = bindings::ib_qp_state_IB_QPS_RESET,
+    /// Initialised.
+    Init = bindings::ib_qp_state_IB_QPS_INIT,
+    /// Ready to receive.
+    Rtr = bindings::ib_qp_state_IB_QPS_RTR,
+    /// Ready to send.
+    Rts = bindings::ib_qp_state_IB_QPS_RTS,
+    /// Send queue drain.
+    Sqd = bindings::ib_qp_state_IB_QPS_SQD,
+    /// Send queue error.
+    Sqe = bindings::ib_qp_state_IB_QPS_SQE,
+    /// Error.
+    Err = bindings::ib_qp_state_IB_QPS_ERR,
+}
+
+impl QpState {
+    fn from_raw(v: u32) -> Option<Self> {
+        Some(match v {
+            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
+            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
+            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
+            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
+            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
+            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
+            bindings::ib_qp_state_IB_QPS_ERR => Self::Err,
+            _ => return None,
+        })
+    }
+}
+
+/// Returns whether moving a QP of `qp_type` from `cur` to `next` with the attributes in
+/// `mask` is allowed by the InfiniBand specification (required and optional attributes per
+/// transition), as the RDMA core checks it (`ib_modify_qp_is_ok()`).
+pub fn modify_is_ok(cur: QpState, next: QpState, qp_type: QpType, mask: u32) -> bool {
+    let t = match qp_type {
+        QpType::Rc => bindings::ib_qp_type_IB_QPT_RC,
+        QpType::Uc => bindings::ib_qp_type_IB_QPT_UC,
+        QpType::Ud => bindings::ib_qp_type_IB_QPT_UD,
+        QpType::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
+        QpType::Other(v) => v,
+    };
+    // SAFETY: A pure table lookup on plain values.
+    unsafe { bindings::ib_modify_qp_is_ok(cur as u32, next as u32, t, mask) }
+}
+
+/// `IB_QP_*` attribute mask bits of [`QpAttrs::mask`].
+pub mod attr {
+    use crate::bindings;
+
+    /// State.
+    pub const STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_STATE;
+    /// Current state.
+    pub const CUR_STATE: u32 = bindings::ib_qp_attr_mask_IB_QP_CUR_STATE;
+    /// Access flags.
+    pub const ACCESS_FLAGS: u32 = bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+    /// Partition key index.
+    pub const PKEY_INDEX: u32 = bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
+    /// Port.
+    pub const PORT: u32 = bindings::ib_qp_attr_mask_IB_QP_PORT;
+    /// Q_Key.
+    pub const QKEY: u32 = bindings::ib_qp_attr_mask_IB_QP_QKEY;
+    /// Address vector.
+    pub const AV: u32 = bindings::ib_qp_attr_mask_IB_QP_AV;
+    /// Path MTU.
+    pub const PATH_MTU: u32 = bindings::ib_qp_attr_mask_IB_QP_PATH_MTU;
+    /// Local ACK timeout.
+    pub const TIMEOUT: u32 = bindings::ib_qp_attr_mask_IB_QP_TIMEOUT;
+    /// Retry count.
+    pub const RETRY_CNT: u32 = bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT;
+    /// RNR retry count.
+    pub const RNR_RETRY: u32 = bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY;
+    /// Receive PSN.
+    pub const RQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_RQ_PSN;
+    /// Outstanding RDMA READ/atomic as requester.
+    pub const MAX_QP_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+    /// Minimum RNR NAK timer.
+    pub const MIN_RNR_TIMER: u32 = bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+    /// Send PSN.
+    pub const SQ_PSN: u32 = bindings::ib_qp_attr_mask_IB_QP_SQ_PSN;
+    /// Responder resources for RDMA READ/atomic.
+    pub const MAX_DEST_RD_ATOMIC: u32 = bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
+    /// Capabilities (resize).
+    pub const CAP: u32 = bindings::ib_qp_attr_mask_IB_QP_CAP;
+    /// Destination QP number.
+    pub const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
+}
+
+/// Work queue capabilities (`struct ib_qp_cap`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct QpCaps {
+    /// Send queue depth.
+    pub max_send_wr: u32,
+    /// Receive queue depth.
+    pub max_recv_wr: u32,
+    /// Scatter/gather entries per send WQE.
+    pub max_send_sge: u32,
+    /// Scatter/gather entries per receive WQE.
+    pub max_recv_sge: u32,
+    /// Inline data per send WQE.
+    pub max_inline_data: u32,
+}
+
+impl QpCaps {
+    fn from_raw(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
+    fn write(&self, c: &mut bindings::ib_qp_cap) {
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+    }
+}
+
+/// A RoCE address vector: the path to the remote end (`struct rdma_ah_attr` with a GRH).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct AhAttr {
+    /// Destination GID (an IPv6 or IPv4-mapped address for RoCEv2).
+    pub dgid: [u8; 16],
+    /// Source GID, from the GID table entry `sgid_index` refers to.
+    pub sgid: [u8; 16],
+    /// Index of the source GID in the port's table.
+    pub sgid_index: u8,
+    /// GID type of the source GID entry (`IB_GID_TYPE_*`; RoCE v2 is 2).
+    pub sgid_type: u32,
+    /// IPv6 flow label.
+    pub flow_label: u32,
+    /// Hop limit (TTL).
+    pub hop_limit: u8,
+    /// Traffic class (DSCP and ECN).
+    pub traffic_class: u8,
+    /// Service level.
+    pub sl: u8,
+    /// Port.
+    pub port_num: u32,
+    /// Destination MAC, resolved by the core.
+    pub dmac: [u8; 6],
+}
+
+/// Queue pair attributes (`struct ib_qp_attr`); in a modify, `mask` says which are set.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct QpAttrs {
+    /// `IB_QP_*` bits of the attributes present, see [`attr`].
+    pub mask: u32,
+    /// New (or current) state.
+    pub state: Option<QpState>,
+    /// State the caller believes the QP is in (`IB_QP_CUR_STATE`).
+    pub cur_state: Option<QpState>,
+    /// Path MTU.
+    pub path_mtu: Option<Mtu>,
+    /// Q_Key (UD).
+    pub qkey: u32,
+    /// Expected PSN of the next incoming request.
+    pub rq_psn: u32,
+    /// PSN of the next outgoing request.
+    pub sq_psn: u32,
+    /// Destination QP number.
+    pub dest_qp_num: u32,
+    /// `IB_ACCESS_REMOTE_*` rights granted to remote requests.
+    pub qp_access_flags: u32,
+    /// Capabilities.
+    pub cap: QpCaps,
+    /// Address vector.
+    pub ah: AhAttr,
+    /// Partition key index.
+    pub pkey_index: u16,
+    /// Responder resources for RDMA READ/atomic.
+    pub max_dest_rd_atomic: u8,
+    /// Outstanding RDMA READ/atomic as requester.
+    pub max_rd_atomic: u8,
+    /// Minimum RNR NAK timer code.
+    pub min_rnr_timer: u8,
+    /// Port.
+    pub port_num: u32,
+    /// Local ACK timeout exponent (4.096 us * 2^timeout; 0 is infinite).
+    pub timeout: u8,
+    /// Transport retry count.
+    pub retry_cnt: u8,
+    /// RNR retry count (7 is infinite).
+    pub rnr_retry: u8,
+    /// Send queue draining (in SQD).
+    pub sq_draining: bool,
+}
+
+impl QpAttrs {
+    /// Reads the attributes the core passed to `modify_qp`.
+    ///
+    /// # Safety
+    ///
+    /// `a` is valid; if `mask` has `IB_QP_AV`, `a.ah_attr.grh.sgid_attr` is null or valid.
+    unsafe fn from_raw(a: &bindings::ib_qp_attr, mask: u32) -> Self {
+        let g = &a.ah_attr.grh;
+        let mut ah = AhAttr {
+            // SAFETY: `ib_gid` is a union of plain byte arrays.
+            dgid: unsafe { g.dgid.raw },
+            sgid_index: g.sgid_index,
+            flow_label: g.flow_label,
+            hop_limit: g.hop_limit,
+            traffic_class: g.traffic_class,
+            sl: a.ah_attr.sl,
+            port_num: a.ah_attr.port_num,
+            // SAFETY: The RoCE member of the union is the one set for RoCE ports.
+            dmac: unsafe { a.ah_attr.__bindgen_anon_1.roce.dmac },
+            ..AhAttr::default()
+        };
+        if mask & attr::AV != 0 && !g.sgid_attr.is_null() {
+            // SAFETY: The core holds a reference to the GID attribute for the call.
+            let sgid = unsafe { &*g.sgid_attr };
+            // SAFETY: See above for `ib_gid`.
+            ah.sgid = unsafe { sgid.gid.raw };
+            ah.sgid_type = sgid.gid_type;
+        }
+        Self {
+            mask,
+            state: QpState::from_raw(a.qp_state),
+            cur_state: QpState::from_raw(a.cur_qp_state),
+            path_mtu: Mtu::from_raw(a.path_mtu),
+            qkey: a.qkey,
+            rq_psn: a.rq_psn,
+            sq_psn: a.sq_psn,
+            dest_qp_num: a.dest_qp_num,
+            qp_access_flags: u32::from_ne_bytes(a.qp_access_flags.to_ne_bytes()),
+            cap: QpCaps::from_raw(&a.cap),
+            ah,
+            pkey_index: a.pkey_index,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
+            max_rd_atomic: a.max_rd_atomic,
+            min_rnr_timer: a.min_rnr_timer,
+            port_num: a.port_num,
+            timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+            sq_draining: a.sq_draining != 0,
+        }
+    }
+
+    fn write(&self, a: &mut bindings::ib_qp_attr) {
+        a.qp_state = self.state.map_or(0, |s| s as u32);
+        a.cur_qp_state = a.qp_state;
+        a.path_mtu = self.path_mtu.map_or(0, |m| m as u32);
+        a.qkey = self.qkey;
+        a.rq_psn = self.rq_psn;
+        a.sq_psn = self.sq_psn;
+        a.dest_qp_num = self.dest_qp_num;
+        a.qp_access_flags = i32::from_ne_bytes(self.qp_access_flags.to_ne_bytes());
+        self.cap.write(&mut a.cap);
+        a.ah_attr.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+        a.ah_attr.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+        a.ah_attr.port_num = self.ah.port_num;
+        a.ah_attr.sl = self.ah.sl;
+        a.ah_attr.grh.dgid.raw = self.ah.dgid;
+        a.ah_attr.grh.sgid_index = self.ah.sgid_index;
+        a.ah_attr.grh.flow_label = self.ah.flow_label;
+        a.ah_attr.grh.hop_limit = self.ah.hop_limit;
+        a.ah_attr.grh.traffic_class = self.ah.traffic_class;
+        a.ah_attr.__bindgen_anon_1.roce.dmac = self.ah.dmac;
+        a.pkey_index = self.pkey_index;
+        a.max_dest_rd_atomic = self.max_dest_rd_atomic;
+        a.max_rd_atomic = self.max_rd_atomic;
+        a.min_rnr_timer = self.min_rnr_timer;
+        a.port_num = self.port_num;
+        a.timeout = self.timeout;
+        a.retry_cnt = self.retry_cnt;
+        a.rnr_retry = self.rnr_retry;
+        a.sq_draining = u8::from(self.sq_draining);
+    }
+}
+
+/// A queue pair: the core-allocated `struct ib_qp` followed by the driver's data.
+///
+/// # Invariants
+///
+/// `ib` is at offset 0 and initialised by the core (device, PD, CQs, type); `data` is
+/// initialised between a successful `create_qp` and a successful `destroy_qp`, the only span
+/// in which references exist.
+#[repr(C)]
+#[pin_data]
+pub struct Qp<T: Driver> {
+    #[pin]
+    pub(crate) ib: Opaque<bindings::ib_qp>,
+    #[pin]
+    pub(crate) data: T::Qp,
+}
+
+impl<T: Driver> Qp<T> {
+    /// Returns the driver data.
+    pub fn data(&self) -> &T::Qp {
+        &self.data
+    }
+
+    /// Returns the device.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: The core sets `device` before `create_qp`; it outlives its objects.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// Returns the QP number.
+    pub fn qp_num(&self) -> u32 {
+        // SAFETY: Set at creation and not changed afterwards.
+        unsafe { (*self.ib.get()).qp_num }
+    }
+
+    /// Returns the transport type.
+    pub fn qp_type(&self) -> QpType {
+        // SAFETY: Set by the core before creation and not changed afterwards.
+        QpType::from_raw(unsafe { (*self.ib.get()).qp_type })
+    }
+
+    /// Returns the protection domain.
+    pub fn pd(&self) -> &Pd<T> {
+        // SAFETY: The core sets `pd` to one of this driver's PDs, which outlives the QP.
+        unsafe { &*(*self.ib.get()).pd.cast::<Pd<T>>() }
+    }
+
+    /// Returns the completion queue of the send queue.
+    pub fn send_cq(&self) -> Option<&Cq<T>> {
+        // SAFETY: The core sets `send_cq` to null or one of this driver's CQs, which
+        // outlives the QP (the core holds a use count on it).
+        unsafe { (*self.ib.get()).send_cq.cast::<Cq<T>>().as_ref() }
+    }
+
+    /// Returns the completion queue of the receive queue.
+    pub fn recv_cq(&self) -> Option<&Cq<T>> {
+        // SAFETY: As for `send_cq`.
+        unsafe { (*self.ib.get()).recv_cq.cast::<Cq<T>>().as_ref() }
+    }
+}
+
+/// Parameters of a new queue pair (`struct ib_qp_init_attr` and the udata).
+pub struct QpInit<'a, T: Driver> {
+    /// Transport type.
+    pub qp_type: QpType,
+    /// Requested capabilities.
+    pub caps: QpCaps,
+    /// Every send WQE generates a completion (`IB_SIGNAL_ALL_WR`).
+    pub sq_sig_all: bool,
+    /// `IB_QP_CREATE_*` flags.
+    pub create_flags: u32,
+    /// The receive queue is a shared receive queue.
+    pub has_srq: bool,
+    /// Port (for special QPs).
+    pub port_num: u32,
+    /// Driver data from and to userspace, for a user QP.
+    pub udata: Option<&'a UData>,
+    /// The user context, for a user QP.
+    pub ucontext: Option<&'a UContext<T>>,
+    qp: *mut bindings::ib_qp,
+    init: *mut bindings::ib_qp_init_attr,
+}
+
+impl<T: Driver> QpInit<'_, T> {
+    /// Reports the capabilities actually provided (at least those requested).
+    pub fn set_caps(&self, caps: &QpCaps) {
+        // SAFETY: `init` is valid during `create_qp`, and the core reads the capabilities
+        // back from it after the call.
+        caps.write(unsafe { &mut (*self.init).cap });
+    }
+
+    /// Sets the QP number of the new QP.
+    pub fn set_qp_num(&self, qpn: u32) {
+        // SAFETY: `qp` is the core's allocation of the QP being created, exclusively ours
+        // during `create_qp`.
+        unsafe { (*self.qp).qp_num = qpn };
+    }
+}
+
+/// `create_qp` trampoline body.
+///
+/// # Safety
+///
+/// `qp` is a zeroed allocation of `size_ib_qp` bytes whose header the core initialised;
+/// `init` is valid; `udata` is null or valid.
+pub(crate) unsafe fn create<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    init: *mut bindings::ib_qp_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> Result {
+    const {
+        assert!(core::mem::offset_of!(Qp<T>, ib) == 0);
+    }
+    // SAFETY: The core sets `device` and `pd` first and calls operations while they live.
+    let (dev, pd) = unsafe {
+        (
+            Device::<T>::from_raw((*qp).device),
+            &*(*qp).pd.cast::<Pd<T>>(),
+        )
+    };
+    // SAFETY: `udata` is null or valid for the call.
+    let udata = unsafe { UData::from_raw(udata) };
+    // SAFETY: `init` is valid for the call.
+    let i = unsafe { &*init };
+    let qi = QpInit {
+        qp_type: QpType::from_raw(i.qp_type),
+        caps: QpCaps::from_raw(&i.cap),
+        sq_sig_all: i.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+        create_flags: i.create_flags,
+        has_srq: !i.srq.is_null(),
+        port_num: i.port_num,
+        udata,
+        ucontext: udata.and_then(|u| u.ucontext::<T>()),
+        qp,
+        init,
+    };
+    let data = T::create_qp(dev, pd, &qi)?;
+    // SAFETY: `data` is uninitialised memory in the core's allocation, which never moves; on
+    // failure the core frees it without calling `destroy_qp`.
+    unsafe { pin_init::raw_try_init(&raw mut (*qp.cast::<Qp<T>>()).data, data) }
+}
+
+/// `modify_qp` trampoline body.
+///
+/// # Safety
+///
+/// `qp` was initialised by `create_qp`; `attr` is valid.
+pub(crate) unsafe fn modify<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    mask: c_int,
+    udata: *mut bindings::ib_udata,
+) -> Result {
+    let mask = u32::from_ne_bytes(mask.to_ne_bytes());
+    // SAFETY: Per the function's contract; the core holds the GID attribute reference.
+    let (qp, attrs, udata) = unsafe {
+        (
+            &*qp.cast::<Qp<T>>(),
+            QpAttrs::from_raw(&*attr, mask),
+            UData::from_raw(udata),
+        )
+    };
+    T::modify_qp(qp, &attrs, udata)
+}
+
+/// `query_qp` trampoline body.
+///
+/// # Safety
+///
+/// `qp` was initialised by `create_qp`; `attr` and `init` are valid for writes.
+pub(crate) unsafe fn query<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    init: *mut bindings::ib_qp_init_attr,
+) -> Result {
+    // SAFETY: Per the function's contract.
+    let qp = unsafe { &*qp.cast::<Qp<T>>() };
+    let (a, caps, sig_all) = T::query_qp(qp)?;
+    // SAFETY: `attr` and `init` are valid for writes; zeroing them first leaves no stale
+    // kernel data for the core to copy to userspace.
+    unsafe {
+        attr.write(pin_init::zeroed());
+        a.write(&mut *attr);
+        (*init).cap = pin_init::zeroed();
+        caps.write(&mut (*init).cap);
+        (*init).sq_sig_type = if sig_all {
+            bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+        } else {
+            bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+        };
+    }
+    Ok(())
+}
+
+/// `destroy_qp` trampoline body.
+///
+/// # Safety
+///
+/// `qp` was initialised by `create_qp`; on success the core frees it next.
+pub(crate) unsafe fn destroy<T: Driver>(qp: *mut bindings::ib_qp) -> Result {
+    let this = qp.cast::<Qp<T>>();
+    // SAFETY: The QP is initialised.
+    T::destroy_qp(unsafe { &*this })?;
+    // SAFETY: Destroy succeeded: no other operation runs on the QP and the core frees it.
+    unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+    Ok(())
+}
