@@ -52,10 +52,13 @@ check many_contexts sh -c 'for i in $(seq 30); do ibv_devinfo -d rrxe0 >/dev/nul
 verbs_objects rrxe0 || FAILED=1
 # Queue pairs: rings, the state machine and its attribute checks, limits, QP numbers.
 verbs_qp rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
+# Memory regions: access rules, keys, bad ranges.
+verbs_mr rrxe0 || FAILED=1
 # The objects they left open were destroyed when their contexts closed (restrack is empty).
 check no_pd_left sh -c '[ -z "$(rdma resource show pd dev rrxe0)" ]'
 check no_cq_left sh -c '[ -z "$(rdma resource show cq dev rrxe0)" ]'
 check no_qp_left sh -c '[ -z "$(rdma resource show qp dev rrxe0)" ]'
+check no_mr_left sh -c '[ -z "$(rdma resource show mr dev rrxe0)" ]'
 
 # Netdevice changes.
 check mtu_4200_gives_4096 mtu_is 4200 4096

@@ -21,6 +21,7 @@
 use super::{
     cq::{Cq, CqInit, NotifyFlags},
     mmap,
+    mr::{self, Mr, MrKeys, UserMrReq},
     netdev::NetDevice,
     pd::Pd,
     qp::{self, Qp, QpAttrs, QpCaps, QpInit},
@@ -377,6 +378,9 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Driver data of each queue pair.
     type Qp: Send + Sync;
 
+    /// Driver data of each memory region.
+    type Mr: Send + Sync;
+
     /// The driver id reported to userspace.
     const DRIVER_ID: DriverId;
 
@@ -447,6 +451,16 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Prepares the destruction of a queue pair; on success its data is dropped next.
     fn destroy_qp(qp: &Qp<Self>) -> Result;
+
+    /// Registers user memory; returns the region's keys and the initialiser of its data.
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        req: &UserMrReq,
+        udata: Option<&UData>,
+    ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+
+    /// Prepares the deregistration of a memory region; on success its data is dropped next.
+    fn dereg_mr(mr: &Mr<Self>) -> Result;
 
     /// The send doorbell of a user queue pair: new WQEs are in its shared send queue.
     ///
@@ -766,6 +780,8 @@ impl<T: Driver> DeviceVTable<T> {
         query_qp: Some(Self::query_qp_callback),
         destroy_qp: Some(Self::destroy_qp_callback),
         post_send: Some(Self::post_send_callback),
+        reg_user_mr: Some(Self::reg_user_mr_callback),
+        dereg_mr: Some(Self::dereg_mr_callback),
         size_ib_qp: kmalloc_size::<Qp<T>>(),
         ..pin_init::zeroed()
     };
@@ -1161,6 +1177,45 @@ impl<T: Driver> DeviceVTable<T> {
             T::send_doorbell(unsafe { &*ibqp.cast::<Qp<T>>() })?;
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core with one of this driver's PDs; `udata` null or valid.
+    unsafe extern "C" fn reg_user_mr_callback(
+        pd: *mut bindings::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        dmah: *mut bindings::ib_dmah,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        if !dmah.is_null() {
+            return EOPNOTSUPP.to_ptr();
+        }
+        let req = UserMrReq {
+            start,
+            length,
+            iova,
+            access: u32::from_ne_bytes(access.to_ne_bytes()),
+        };
+        // SAFETY: Forwarded from the core with the same contract.
+        match unsafe { mr::reg_user::<T>(pd, &req, udata) } {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `ibmr` was returned by `reg_user_mr`.
+    unsafe extern "C" fn dereg_mr_callback(
+        ibmr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: Forwarded from the core with the same contract.
+        from_result(|| unsafe { mr::dereg::<T>(ibmr) }.map(|()| 0))
     }
 
     /// # Safety

@@ -10,7 +10,8 @@
 //! - [`link`]: `rdma link add NAME type TYPE netdev DEV` through an `rdma_link_ops`
 //!   registration.
 //! - [`netdev`]: the network devices an RDMA device is bound to, and netdevice events.
-//! - [`pd`], [`cq`], [`qp`]: protection domains, completion queues and queue pairs.
+//! - [`pd`], [`cq`], [`qp`], [`mr`]: protection domains, completion queues, queue pairs,
+//!   memory regions and pinned user memory.
 //! - [`mmap`]: memory shared with userspace (the user provider maps queues).
 //!
 //! The kernel crate is built into vmlinux, so these abstractions need the RDMA core built in
@@ -23,6 +24,7 @@ pub mod cq;
 pub mod device;
 pub mod link;
 pub mod mmap;
+pub mod mr;
 pub mod netdev;
 pub mod pd;
 pub mod qp;

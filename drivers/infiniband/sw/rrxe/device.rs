@@ -3,6 +3,7 @@
 //! Device creation and the device-level verbs.
 
 use crate::cq::{RrxeCq, RrxePd};
+use crate::mr::{MrInner, RrxeMr};
 use crate::params::{self, Counter};
 use crate::qp::RrxeQp;
 use kernel::new_mutex;
@@ -17,6 +18,7 @@ use kernel::rdma::{
     netdev::NetDevice,
 };
 use kernel::rdma::{
+    mr::{random_key_byte, Mr, MrKeys, UserMrReq},
     pd::Pd,
     qp::{Qp, QpAttrs, QpCaps, QpInit},
 };
@@ -48,6 +50,15 @@ pub(crate) struct RrxeDev {
     qpn_lock: Mutex<()>,
     /// Where the search for a free QP number starts.
     next_qpn: Atomic<u32>,
+    /// Memory regions in use.
+    pub(crate) mrs_used: Arc<Counter>,
+    /// Memory regions by key index (`key >> 8`); allocation and release take `mr_lock`.
+    #[pin]
+    mrs: XArray<Arc<MrInner>>,
+    #[pin]
+    mr_lock: Mutex<()>,
+    /// Where the search for a free key index starts.
+    next_mr: Atomic<u32>,
 }
 
 impl RrxeDev {
@@ -66,6 +77,34 @@ impl RrxeDev {
             }
         }
         Err(ENOSPC)
+    }
+
+    /// Registers a memory region under a new key: `build` makes the region for the key,
+    /// which then resolves through the device's table until [`Self::free_mr_index`].
+    pub(crate) fn insert_mr(
+        &self,
+        build: impl FnOnce(u32) -> Result<Arc<MrInner>>,
+    ) -> Result<Arc<MrInner>> {
+        let _guard = self.mr_lock.lock();
+        let span = params::MAX_MR_INDEX;
+        for _ in 0..span {
+            let n = self.next_mr.fetch_add(1, Relaxed) % span + 1;
+            if self.mrs.lock().get(n as usize).is_some() {
+                continue;
+            }
+            let mr = build((n << 8) | u32::from(random_key_byte()))?;
+            // Stores drop the array's lock only to allocate; `mr_lock` keeps the slot ours.
+            self.mrs.lock().store(n as usize, mr.clone(), GFP_KERNEL)?;
+            return Ok(mr);
+        }
+        Err(ENOSPC)
+    }
+
+    /// Stops a key index from resolving and frees it.
+    pub(crate) fn free_mr_index(&self, index: u32) {
+        let _guard = self.mr_lock.lock();
+        let old = self.mrs.lock().remove(index as usize);
+        drop(old);
     }
 
     /// Releases a QP number.
@@ -127,6 +166,10 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             qpns <- XArray::new(AllocKind::Alloc),
             qpn_lock <- new_mutex!(()),
             next_qpn: Atomic::new(0),
+            mrs_used: Counter::new(params::MAX_MR)?,
+            mrs <- XArray::new(AllocKind::Alloc),
+            mr_lock <- new_mutex!(()),
+            next_mr: Atomic::new(0),
         }),
     )?;
     dev.register(name, ndev, PORT)?;
@@ -153,6 +196,7 @@ impl Driver for Rrxe {
     type Pd = RrxePd;
     type Cq = RrxeCq;
     type Qp = RrxeQp;
+    type Mr = RrxeMr;
 
     const DRIVER_ID: DriverId = DriverId::RXE;
     const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
@@ -162,7 +206,7 @@ impl Driver for Rrxe {
         if udata.is_some_and(|u| u.in_len() != 0 || u.out_len() != 0) {
             return Err(EINVAL);
         }
-        // Only what is implemented is advertised: no MRs, SRQs or AHs yet.
+        // Only what is implemented is advertised: no SRQs, AHs or memory windows yet.
         Ok(DeviceAttrs {
             sys_image_guid: dev.data().guid,
             max_qp: params::MAX_QP,
@@ -171,6 +215,9 @@ impl Driver for Rrxe {
             max_recv_sge: params::MAX_SGE,
             max_qp_rd_atom: params::MAX_QP_RD_ATOM,
             max_qp_init_rd_atom: params::MAX_QP_RD_ATOM,
+            max_mr: params::MAX_MR,
+            max_mr_size: u64::MAX,
+            page_size_cap: 0xffff_f000,
             max_pd: params::MAX_PD,
             max_cq: params::MAX_CQ,
             max_cqe: params::MAX_CQE,
@@ -288,5 +335,21 @@ impl Driver for Rrxe {
     fn send_doorbell(_qp: &Qp<Self>) -> Result {
         // The RC engine is not wired to the rings yet: say so rather than drop the WQEs.
         Err(EOPNOTSUPP)
+    }
+
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        req: &UserMrReq,
+        _udata: Option<&UData>,
+    ) -> Result<(MrKeys, impl PinInit<RrxeMr, Error>)> {
+        let (keys, mr) = RrxeMr::reg_user(pd, req)?;
+        Ok((keys, Ok::<_, Error>(mr)))
+    }
+
+    fn dereg_mr(mr: &Mr<Self>) -> Result {
+        // The region's device is the one of its PD; the core passes only the region, whose
+        // data knows its key.
+        RrxeMr::dereg(mr, mr.device().data());
+        Ok(())
     }
 }

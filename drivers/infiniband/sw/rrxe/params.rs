@@ -46,6 +46,12 @@ pub(crate) const MAX_QP_RD_ATOM: u32 = 128;
 /// at 16 too).
 pub(crate) const MIN_QPN: u32 = 16;
 
+/// Most memory regions per device.
+pub(crate) const MAX_MR: u32 = MAX_MR_INDEX;
+
+/// Memory key indices are 24 bits (the low 8 bits of a key are random); index 0 is unused.
+pub(crate) const MAX_MR_INDEX: u32 = (1 << 24) - 1;
+
 /// QP numbers are 24 bits.
 pub(crate) const QPN_MASK: u32 = 0xff_ffff;
 

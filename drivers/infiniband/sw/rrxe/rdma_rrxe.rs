@@ -12,6 +12,7 @@
 //! - `params.rs`: device limits, object counters, netdevice-to-RDMA mappings (MTU, GUID).
 //! - `queue.rs`: the rxe shared queue (ring in memory mapped by the user provider).
 //! - `cq.rs`: protection domains and completion queues.
+//! - `mr.rs`: memory regions: pinned user memory and its keys.
 //! - `qp.rs`: queue pairs: rings, attribute checks, state (the data path is not wired yet).
 //! - `proto/`: the RoCEv2 wire core (headers, opcode table, ICRC, PSN, target selection),
 //!   `core`-only, shared with the host crate `tools/rrxe`.
@@ -26,6 +27,7 @@ use kernel::rdma::{
 
 mod cq;
 mod device;
+mod mr;
 mod params;
 pub mod proto;
 mod qp;

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions: pinned user memory and the keys that name it.
+//!
+//! A key is `index << 8 | random byte` (as in the C driver, which interoperating peers do
+//! not care about, but the random byte keeps keys from being guessed from the allocation
+//! order alone); the local and remote keys are the same. The device's table maps the index
+//! to the region, so the data path can resolve an lkey or rkey without the core's help and a
+//! stale key (same index, another byte) does not match.
+
+use crate::params::Slot;
+use crate::Rrxe;
+use kernel::prelude::*;
+use kernel::rdma::{
+    mr::{access, Mr, MrKeys, Umem, UserMrReq},
+    pd::Pd,
+};
+use kernel::sync::Arc;
+
+/// Access flags rrxe supports on memory regions.
+const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
+    | access::REMOTE_WRITE
+    | access::REMOTE_READ
+    | access::REMOTE_ATOMIC
+    | access::MW_BIND;
+
+/// What the data path needs of a memory region.
+///
+/// Shared between the region and the device's key table; dropping the last reference
+/// unpins the memory, which may sleep: the data path must not drop one in atomic context.
+pub(crate) struct MrInner {
+    /// The pinned user memory.
+    pub(crate) _umem: Umem,
+    /// Start of the region as the wire and SGEs name it.
+    pub(crate) _iova: u64,
+    /// Length in bytes.
+    pub(crate) _length: u64,
+    /// `IB_ACCESS_*` rights.
+    pub(crate) _access: u32,
+    /// The key (lkey and rkey).
+    pub(crate) key: u32,
+}
+
+/// Per-MR state.
+pub(crate) struct RrxeMr {
+    inner: Arc<MrInner>,
+    _slot: Slot,
+}
+
+impl RrxeMr {
+    /// Registers user memory (`ibv_reg_mr`).
+    pub(crate) fn reg_user(pd: &Pd<Rrxe>, req: &UserMrReq) -> Result<(MrKeys, Self)> {
+        if req.access & !SUPPORTED_ACCESS != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let dev = pd.device();
+        let data = dev.data();
+        let slot = data.mrs_used.take()?;
+        let len = usize::try_from(req.length).map_err(|_| EINVAL)?;
+        let umem = Umem::get(dev, req.start, len, req.access)?;
+        let inner = data.insert_mr(|key| {
+            Ok(Arc::new(
+                MrInner {
+                    _umem: umem,
+                    _iova: req.iova,
+                    _length: req.length,
+                    _access: req.access,
+                    key,
+                },
+                GFP_KERNEL,
+            )?)
+        })?;
+        let key = inner.key;
+        Ok((
+            MrKeys {
+                lkey: key,
+                rkey: key,
+            },
+            Self { inner, _slot: slot },
+        ))
+    }
+
+    /// Deregisters (`ibv_dereg_mr`): the key stops resolving before the memory is unpinned.
+    pub(crate) fn dereg(mr: &Mr<Rrxe>, dev_data: &crate::device::RrxeDev) {
+        dev_data.free_mr_index(mr.data().inner.key >> 8);
+    }
+}
