@@ -114,6 +114,10 @@ guest_test() {
 
 guest_test device 600 "$REPO/scripts/tests/device.sh"
 
+# Hostile and valid input from the wire: hand-made packets from a second guest must each
+# end in the right port counter of the receiving rrxe device.
+guest_test inject 300 "$REPO/scripts/tests/inject.sh" "$REPO/scripts/tests/inject.sh"
+
 # Real traffic of the C rdma_rxe between two guests: every captured RoCEv2 packet must parse,
 # pass its ICRC and rebuild to the same bytes (rrxe-decode), and every opcode the tools
 # produce must be there.

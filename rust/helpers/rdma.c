@@ -2,6 +2,8 @@
 
 #include <linux/if_vlan.h>
 #include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -31,6 +33,36 @@ rust_helper_ib_get_curr_port_state(struct net_device *net_dev)
 __rust_helper bool rust_helper_is_vlan_dev(const struct net_device *dev)
 {
 	return is_vlan_dev(dev);
+}
+
+__rust_helper void rust_helper_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+__rust_helper void rust_helper_consume_skb(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
+__rust_helper int rust_helper_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+__rust_helper unsigned char *rust_helper_skb_transport_header(const struct sk_buff *skb)
+{
+	return skb_transport_header(skb);
+}
+
+__rust_helper unsigned char *rust_helper_skb_network_header(const struct sk_buff *skb)
+{
+	return skb_network_header(skb);
+}
+
+__rust_helper unsigned char *rust_helper_skb_tail_pointer(const struct sk_buff *skb)
+{
+	return skb_tail_pointer(skb);
 }
 
 /* The driver udata of a verb, which the core passes embedded in its attribute bundle. */

@@ -180,6 +180,29 @@ pub mod core_cap {
     pub const IBA_ROCE_UDP_ENCAP: u32 = bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
 }
 
+/// The description of a hardware counter (`struct rdma_stat_desc`): its name in
+/// `rdma statistic` and `/sys/class/infiniband/*/ports/*/hw_counters/`.
+#[repr(transparent)]
+pub struct StatDesc(bindings::rdma_stat_desc);
+
+// SAFETY: The description is immutable and points to a static string.
+unsafe impl Sync for StatDesc {}
+
+impl StatDesc {
+    /// A counter named `name`.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "`as_char_ptr` is not const; the cast gives the kernel's char"
+    )]
+    pub const fn new(name: &'static CStr) -> Self {
+        Self(bindings::rdma_stat_desc {
+            name: name.as_ptr().cast(),
+            flags: 0,
+            priv_: core::ptr::null(),
+        })
+    }
+}
+
 /// Size of a management datagram (`IB_MGMT_MAD_SIZE`).
 pub const MGMT_MAD_SIZE: u32 = 256;
 
@@ -386,6 +409,12 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// The driver's user ABI version (`uverbs_abi_ver`).
     const UVERBS_ABI_VER: u32;
+
+    /// The port counters [`Driver::hw_stats`] reports, in its order.
+    const HW_STATS: &'static [StatDesc] = &[];
+
+    /// Reads the port counters described by [`Driver::HW_STATS`] into `values`.
+    fn hw_stats(_dev: &Device<Self>, _port: PortNum, _values: &mut [u64]) {}
 
     /// Returns the device attributes.
     ///
@@ -780,6 +809,16 @@ impl<T: Driver> DeviceVTable<T> {
         query_qp: Some(Self::query_qp_callback),
         destroy_qp: Some(Self::destroy_qp_callback),
         post_send: Some(Self::post_send_callback),
+        alloc_hw_port_stats: if T::HW_STATS.is_empty() {
+            None
+        } else {
+            Some(Self::alloc_hw_port_stats_callback)
+        },
+        get_hw_stats: if T::HW_STATS.is_empty() {
+            None
+        } else {
+            Some(Self::get_hw_stats_callback)
+        },
         reg_user_mr: Some(Self::reg_user_mr_callback),
         dereg_mr: Some(Self::dereg_mr_callback),
         size_ib_qp: kmalloc_size::<Qp<T>>(),
@@ -1177,6 +1216,45 @@ impl<T: Driver> DeviceVTable<T> {
             T::send_doorbell(unsafe { &*ibqp.cast::<Qp<T>>() })?;
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core for a registered `Device<T>`.
+    unsafe extern "C" fn alloc_hw_port_stats_callback(
+        _ib: *mut bindings::ib_device,
+        _port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
+        let n = c_int::try_from(T::HW_STATS.len()).unwrap_or(0);
+        // SAFETY: `HW_STATS` is a static array of `n` descriptions with static names.
+        unsafe {
+            bindings::rdma_alloc_hw_stats_struct(
+                T::HW_STATS.as_ptr().cast(),
+                n,
+                bindings::RDMA_HW_STATS_DEFAULT_LIFESPAN as c_ulong,
+            )
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core for a registered `Device<T>` with stats from
+    /// `alloc_hw_port_stats`.
+    unsafe extern "C" fn get_hw_stats_callback(
+        ib: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        port: u32,
+        _index: c_int,
+    ) -> c_int {
+        // SAFETY: The core calls operations only while the device data is alive.
+        let dev = unsafe { Device::<T>::from_raw(ib) };
+        // SAFETY: `stats` has `num_counters` values, allocated for `HW_STATS`.
+        let values = unsafe {
+            let n = usize::try_from((*stats).num_counters).unwrap_or(0);
+            (*stats).value.as_mut_slice(n.min(T::HW_STATS.len()))
+        };
+        T::hw_stats(dev, port, values);
+        c_int::try_from(values.len()).unwrap_or(0)
     }
 
     /// # Safety

@@ -13,6 +13,7 @@
 //! - [`pd`], [`cq`], [`qp`], [`mr`]: protection domains, completion queues, queue pairs,
 //!   memory regions and pinned user memory.
 //! - [`mmap`]: memory shared with userspace (the user provider maps queues).
+//! - [`net`]: the RoCEv2 UDP tunnel socket and received packets.
 //!
 //! The kernel crate is built into vmlinux, so these abstractions need the RDMA core built in
 //! (`CONFIG_INFINIBAND=y`, `CONFIG_INFINIBAND_USER_ACCESS=y`).
@@ -25,6 +26,7 @@ pub mod device;
 pub mod link;
 pub mod mmap;
 pub mod mr;
+pub mod net;
 pub mod netdev;
 pub mod pd;
 pub mod qp;

@@ -4,6 +4,7 @@
 
 use crate::cq::{RrxeCq, RrxePd};
 use crate::mr::{MrInner, RrxeMr};
+use crate::net::{Stats, HW_STATS};
 use crate::params::{self, Counter};
 use crate::qp::RrxeQp;
 use kernel::new_mutex;
@@ -12,7 +13,7 @@ use kernel::rdma::{
     cq::{Cq, CqInit, NotifyFlags},
     device::{
         core_cap, kernel_cap, port_cap, Device, DeviceAttrs, DeviceParams, Driver, DriverId,
-        LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState, UData,
+        LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState, StatDesc, UData,
         UnregisteredDevice, MGMT_MAD_SIZE,
     },
     netdev::NetDevice,
@@ -59,6 +60,8 @@ pub(crate) struct RrxeDev {
     mr_lock: Mutex<()>,
     /// Where the search for a free key index starts.
     next_mr: Atomic<u32>,
+    /// Port counters.
+    pub(crate) stats: Stats,
 }
 
 impl RrxeDev {
@@ -105,6 +108,15 @@ impl RrxeDev {
         let _guard = self.mr_lock.lock();
         let old = self.mrs.lock().remove(index as usize);
         drop(old);
+    }
+
+    /// Returns whether QP number `qpn` is in use.
+    ///
+    /// # Context
+    ///
+    /// Any, including softirq (the array's lock is a spinlock).
+    pub(crate) fn qp_exists(&self, qpn: u32) -> bool {
+        self.qpns.lock().get(qpn as usize).is_some()
     }
 
     /// Releases a QP number.
@@ -170,6 +182,7 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             mrs <- XArray::new(AllocKind::Alloc),
             mr_lock <- new_mutex!(()),
             next_mr: Atomic::new(0),
+            stats: Stats::new(),
         }),
     )?;
     dev.register(name, ndev, PORT)?;
@@ -200,6 +213,11 @@ impl Driver for Rrxe {
 
     const DRIVER_ID: DriverId = DriverId::RXE;
     const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
+    const HW_STATS: &'static [StatDesc] = &HW_STATS;
+
+    fn hw_stats(dev: &Device<Self>, _port: PortNum, values: &mut [u64]) {
+        dev.data().stats.read(values);
+    }
 
     fn query_device(dev: &Device<Self>, udata: Option<&UData>) -> Result<DeviceAttrs> {
         // The rxe ABI has no driver-specific query payload.

@@ -13,6 +13,7 @@
 //! - `queue.rs`: the rxe shared queue (ring in memory mapped by the user provider).
 //! - `cq.rs`: protection domains and completion queues.
 //! - `mr.rs`: memory regions: pinned user memory and its keys.
+//! - `net.rs`: the receive path (UDP port 4791): attribution, parsing, ICRC, counters.
 //! - `qp.rs`: queue pairs: rings, attribute checks, state (the data path is not wired yet).
 //! - `proto/`: the RoCEv2 wire core (headers, opcode table, ICRC, PSN, target selection),
 //!   `core`-only, shared with the host crate `tools/rrxe`.
@@ -22,12 +23,14 @@ use kernel::prelude::*;
 use kernel::rdma::{
     device::{Device, DriverRegistration},
     link::{LinkOps, LinkRegistration},
+    net::{UdpTunnel, ROCE_V2_UDP_PORT},
     netdev::{self, NetDevice, NotifierRegistration},
 };
 
 mod cq;
 mod device;
 mod mr;
+mod net;
 mod params;
 pub mod proto;
 mod qp;
@@ -46,13 +49,15 @@ module! {
 }
 
 /// The module state. Fields are dropped in declaration order: the link type goes first (no
-/// new devices), then every device is unregistered, then the netdevice notifier.
+/// new devices), then every device is unregistered, then the RoCEv2 socket is closed
+/// (waiting for receive callbacks in flight), then the netdevice notifier.
 #[pin_data]
 struct RrxeModule {
     #[pin]
     link: LinkRegistration<Rrxe>,
     #[pin]
     driver: DriverRegistration<Rrxe>,
+    tunnel: UdpTunnel<Rrxe>,
     #[pin]
     netdev_events: NotifierRegistration<Rrxe>,
 }
@@ -63,6 +68,7 @@ impl kernel::InPlaceModule for RrxeModule {
         try_pin_init!(Self {
             driver <- DriverRegistration::new(&[c"rdma_rxe"]),
             netdev_events <- NotifierRegistration::new(),
+            tunnel: UdpTunnel::new_ipv4(ROCE_V2_UDP_PORT)?,
             link <- LinkRegistration::new(),
         })
     }
