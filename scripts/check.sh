@@ -118,6 +118,9 @@ guest_test device 600 "$REPO/scripts/tests/device.sh"
 # end in the right port counter of the receiving rrxe device.
 guest_test inject 300 "$REPO/scripts/tests/inject.sh" "$REPO/scripts/tests/inject.sh"
 
+# Interop, receive side: the C rdma_rxe's SENDs reach an rrxe QP through parsing and ICRC.
+guest_test interop-rx 300 "$REPO/scripts/tests/interop-rx.sh" "$REPO/scripts/tests/interop-rx.sh"
+
 # Real traffic of the C rdma_rxe between two guests: every captured RoCEv2 packet must parse,
 # pass its ICRC and rebuild to the same bytes (rrxe-decode), and every opcode the tools
 # produce must be there.
