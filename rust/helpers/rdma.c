@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
+#include <linux/bottom_half.h>
 #include <linux/if_vlan.h>
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
@@ -33,6 +34,16 @@ rust_helper_ib_get_curr_port_state(struct net_device *net_dev)
 __rust_helper bool rust_helper_is_vlan_dev(const struct net_device *dev)
 {
 	return is_vlan_dev(dev);
+}
+
+__rust_helper void rust_helper_local_bh_disable(void)
+{
+	local_bh_disable();
+}
+
+__rust_helper void rust_helper_local_bh_enable(void)
+{
+	local_bh_enable();
 }
 
 __rust_helper void rust_helper_kfree_skb(struct sk_buff *skb)

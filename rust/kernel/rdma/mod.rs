@@ -39,3 +39,34 @@ pub fn crc32_le(seed: u32, data: &[u8]) -> u32 {
     // SAFETY: `data` is a valid slice for reads of `data.len()` bytes.
     unsafe { crate::bindings::crc32_le(seed, data.as_ptr().cast(), data.len()) }
 }
+
+/// Keeps softirqs (bottom halves) from running on this CPU while it exists.
+///
+/// Data that the receive path (softirq) shares with process context under a plain spinlock,
+/// such as an [`XArray`](crate::xarray::XArray), must be locked with bottom halves disabled
+/// in process context, or a softirq on the same CPU could spin on the lock its own task
+/// holds. Nothing that sleeps may run while the guard exists.
+pub struct BhGuard(crate::types::NotThreadSafe);
+
+impl BhGuard {
+    /// Disables bottom halves until the guard is dropped.
+    pub fn new() -> Self {
+        // SAFETY: Balanced by the `local_bh_enable` in `drop`, on the same CPU (the guard is
+        // not `Send`).
+        unsafe { crate::bindings::local_bh_disable() };
+        Self(crate::types::NotThreadSafe)
+    }
+}
+
+impl Default for BhGuard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for BhGuard {
+    fn drop(&mut self) {
+        // SAFETY: Paired with the `local_bh_disable` in `new`.
+        unsafe { crate::bindings::local_bh_enable() };
+    }
+}

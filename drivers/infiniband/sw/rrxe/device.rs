@@ -9,6 +9,7 @@ use crate::params::{self, Counter};
 use crate::qp::RrxeQp;
 use kernel::new_mutex;
 use kernel::prelude::*;
+use kernel::rdma::BhGuard;
 use kernel::rdma::{
     cq::{Cq, CqInit, NotifyFlags},
     device::{
@@ -71,11 +72,13 @@ impl RrxeDev {
         let span = params::QPN_MASK - params::MIN_QPN + 1;
         for _ in 0..span {
             let n = self.next_qpn.fetch_add(1, Relaxed) % span + params::MIN_QPN;
-            // Allocate before taking the array's spinlock.
+            // Allocate before disabling bottom halves and taking the array's spinlock.
             let entry = KBox::new(n, GFP_KERNEL)?;
+            // The receive path looks QP numbers up in softirq.
+            let _bh = BhGuard::new();
             let mut xa = self.qpns.lock();
             if xa.get(n as usize).is_none() {
-                xa.store(n as usize, entry, GFP_KERNEL)?;
+                xa.store(n as usize, entry, GFP_ATOMIC)?;
                 return Ok(n);
             }
         }
@@ -88,16 +91,23 @@ impl RrxeDev {
         &self,
         build: impl FnOnce(u32) -> Result<Arc<MrInner>>,
     ) -> Result<Arc<MrInner>> {
+        // `mr_lock` keeps a free index free between the check and the store.
         let _guard = self.mr_lock.lock();
         let span = params::MAX_MR_INDEX;
         for _ in 0..span {
             let n = self.next_mr.fetch_add(1, Relaxed) % span + 1;
-            if self.mrs.lock().get(n as usize).is_some() {
+            let free = {
+                let _bh = BhGuard::new();
+                // A named guard: a temporary in the block's tail would outlive `_bh`.
+                let xa = self.mrs.lock();
+                xa.get(n as usize).is_none()
+            };
+            if !free {
                 continue;
             }
             let mr = build((n << 8) | u32::from(random_key_byte()))?;
-            // Stores drop the array's lock only to allocate; `mr_lock` keeps the slot ours.
-            self.mrs.lock().store(n as usize, mr.clone(), GFP_KERNEL)?;
+            let _bh = BhGuard::new();
+            self.mrs.lock().store(n as usize, mr.clone(), GFP_ATOMIC)?;
             return Ok(mr);
         }
         Err(ENOSPC)
@@ -106,7 +116,12 @@ impl RrxeDev {
     /// Stops a key index from resolving and frees it.
     pub(crate) fn free_mr_index(&self, index: u32) {
         let _guard = self.mr_lock.lock();
-        let old = self.mrs.lock().remove(index as usize);
+        let old = {
+            let _bh = BhGuard::new();
+            let mut xa = self.mrs.lock();
+            xa.remove(index as usize)
+        };
+        // Dropping the region may unpin memory, which sleeps: outside the BH section.
         drop(old);
     }
 
@@ -114,7 +129,7 @@ impl RrxeDev {
     ///
     /// # Context
     ///
-    /// Any, including softirq (the array's lock is a spinlock).
+    /// Softirq (the receive path), or process context with bottom halves disabled.
     pub(crate) fn qp_exists(&self, qpn: u32) -> bool {
         self.qpns.lock().get(qpn as usize).is_some()
     }
@@ -122,7 +137,12 @@ impl RrxeDev {
     /// Releases a QP number.
     pub(crate) fn free_qpn(&self, qpn: u32) {
         let _guard = self.qpn_lock.lock();
-        drop(self.qpns.lock().remove(qpn as usize));
+        let old = {
+            let _bh = BhGuard::new();
+            let mut xa = self.qpns.lock();
+            xa.remove(qpn as usize)
+        };
+        drop(old);
     }
 }
 
