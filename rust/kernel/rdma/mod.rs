@@ -51,8 +51,8 @@ pub struct BhGuard(crate::types::NotThreadSafe);
 impl BhGuard {
     /// Disables bottom halves until the guard is dropped.
     pub fn new() -> Self {
-        // SAFETY: Balanced by the `local_bh_enable` in `drop`, on the same CPU (the guard is
-        // not `Send`).
+        // The guard is not `Send`: it is dropped on this CPU.
+        // SAFETY: Balanced by the `local_bh_enable` in `drop`.
         unsafe { crate::bindings::local_bh_disable() };
         Self(crate::types::NotThreadSafe)
     }
