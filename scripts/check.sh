@@ -120,6 +120,9 @@ guest_test inject 300 "$REPO/scripts/tests/inject.sh" "$REPO/scripts/tests/injec
 
 # Interop, receive side: the C rdma_rxe's SENDs reach an rrxe QP through parsing and ICRC.
 guest_test interop-rx 300 "$REPO/scripts/tests/interop-rx.sh" "$REPO/scripts/tests/interop-rx.sh"
+# The same over IPv6 (link-local RoCE v2 GIDs): the IPv6 tunnel socket and the IPv6 ICRC.
+guest_test interop-rx6 300 --file "$REPO/scripts/tests/interop-rx.sh" \
+	"$REPO/scripts/tests/interop-rx6.sh" "$REPO/scripts/tests/interop-rx6.sh"
 
 # Real traffic of the C rdma_rxe between two guests: every captured RoCEv2 packet must parse,
 # pass its ICRC and rebuild to the same bytes (rrxe-decode), and every opcode the tools

@@ -5,16 +5,34 @@
 # is not wired to QPs), so the client retries until it gives up; what is checked is that
 # every packet the C driver sent reached guest a's QP through attribution, parsing and the
 # ICRC: counted as rcvd_pkts and rcvd_unhandled, none malformed, none with a bad ICRC.
+# Over IPv4 by default; IRX_FAMILY=6 (interop-rx6.sh) uses the IPv6 link-local GIDs.
 . /usr/local/lib/rrxe/lib.sh
 
 FAILED=0
 ok() { echo "RRXE-TEST $1 ok"; }
 bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
 counter() { cat /sys/class/infiniband/rrxe0/ports/1/hw_counters/"$1"; }
+# pick_gid DEV: the RoCE v2 GID to use: the IPv4-mapped one, or with IRX_FAMILY=6 the IPv6
+# link-local one (which appears once duplicate address detection is done).
+pick_gid() {
+	[ "${IRX_FAMILY:-4}" = 6 ] || { rrxe_gid_index "$1"; return; }
+	local d=/sys/class/infiniband/$1/ports/1 f n try=0
+	while [ $try -lt 100 ]; do
+		for f in "$d"/gids/*; do
+			n=${f##*/}
+			case "$(cat "$f" 2>/dev/null)" in
+			fe80:*) [ "$(cat "$d/gid_attrs/types/$n" 2>/dev/null)" = "RoCE v2" ] && { echo "$n"; return 0; } ;;
+			esac
+		done
+		try=$((try + 1))
+		sleep 0.1
+	done
+	return 1
+}
 
 if [ "$RRXE_NAME" = b ]; then
 	rdma_link rdma_rxe rxe rxe0
-	gid=$(rrxe_gid_index rxe0) || die "no RoCE v2 GID"
+	gid=$(pick_gid rxe0) || die "no RoCE v2 GID"
 	# The client's SEND is never acknowledged, and the C driver retries it for ever
 	# (retry_cnt 7): run it for 15 s once it got through to the server.
 	i=0
@@ -31,7 +49,7 @@ fi
 
 modprobe rdma_rrxe || die "modprobe"
 rdma link add rrxe0 type rrxe netdev eth0 || die "rdma link add"
-gid=$(rrxe_gid_index rrxe0) || die "no RoCE v2 GID"
+gid=$(pick_gid rrxe0) || die "no RoCE v2 GID"
 ibv_rc_pingpong -d rrxe0 -g "$gid" -s 64 -n 1 >/tmp/server 2>&1 &
 server=$!
 timeout 120 nc -l -p 4002 >/dev/null || die "guest b did not finish"

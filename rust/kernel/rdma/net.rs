@@ -92,12 +92,12 @@ pub trait TunnelRx: Send + Sync + 'static {
     fn receive(pkt: RxPacket);
 }
 
-/// A kernel UDP socket on a port of the initial network namespace, set up as a tunnel that
-/// hands every datagram to `T`.
+/// A kernel UDP socket (IPv4 or IPv6) on a port of the initial network namespace, set up as a
+/// tunnel that hands every datagram to `T`.
 ///
 /// # Invariants
 ///
-/// `sock` is a UDP tunnel socket created by `udp_sock_create4()` and set up with `T`'s
+/// `sock` is a UDP tunnel socket created by `udp_sock_create4/6()` and set up with `T`'s
 /// callback; it is released on drop.
 pub struct UdpTunnel<T: TunnelRx> {
     sock: NonNull<bindings::socket>,
@@ -120,6 +120,26 @@ impl<T: TunnelRx> UdpTunnel<T> {
         to_result(unsafe {
             bindings::udp_sock_create4(&raw mut bindings::init_net, &mut cfg, &mut sock)
         })?;
+        Self::setup(sock)
+    }
+
+    /// Opens the IPv6 tunnel on `port` (IPv6 only: IPv4 goes to the IPv4 tunnel).
+    #[cfg(CONFIG_IPV6)]
+    pub fn new_ipv6(port: u16) -> Result<Self> {
+        let mut cfg: bindings::udp_port_cfg = pin_init::zeroed();
+        cfg.family = bindings::AF_INET6 as u8;
+        cfg.local_udp_port = port.to_be();
+        cfg.set_ipv6_v6only(1);
+        let mut sock: *mut bindings::socket = core::ptr::null_mut();
+        // SAFETY: `init_net` lives forever; `cfg` and `sock` are valid for the call.
+        to_result(unsafe {
+            bindings::udp_sock_create6(&raw mut bindings::init_net, &mut cfg, &mut sock)
+        })?;
+        Self::setup(sock)
+    }
+
+    /// Sets a new UDP socket up as a tunnel calling `T`.
+    fn setup(sock: *mut bindings::socket) -> Result<Self> {
         let sock = NonNull::new(sock).ok_or(ENOMEM)?;
         let mut tnl: bindings::udp_tunnel_sock_cfg = pin_init::zeroed();
         tnl.encap_type = 1;
@@ -133,7 +153,7 @@ impl<T: TunnelRx> UdpTunnel<T> {
                 &mut tnl,
             )
         };
-        // INVARIANT: Created and set up above.
+        // INVARIANT: Created by the caller and set up above.
         Ok(Self {
             sock,
             _t: PhantomData,

@@ -58,6 +58,7 @@ struct RrxeModule {
     #[pin]
     driver: DriverRegistration<Rrxe>,
     tunnel: UdpTunnel<Rrxe>,
+    tunnel6: UdpTunnel<Rrxe>,
     #[pin]
     netdev_events: NotifierRegistration<Rrxe>,
 }
@@ -69,6 +70,7 @@ impl kernel::InPlaceModule for RrxeModule {
             driver <- DriverRegistration::new(&[c"rdma_rxe"]),
             netdev_events <- NotifierRegistration::new(),
             tunnel: UdpTunnel::new_ipv4(ROCE_V2_UDP_PORT)?,
+            tunnel6: UdpTunnel::new_ipv6(ROCE_V2_UDP_PORT)?,
             link <- LinkRegistration::new(),
         })
     }
