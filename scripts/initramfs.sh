@@ -38,7 +38,7 @@ mkdir -p "$BUILD/testbin"
 for src in "$REPO"/tools/testing/rrxe/*.c; do
 	[ -e "$src" ] || continue
 	bin=$BUILD/testbin/$(basename "$src" .c)
-	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
+	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ] || [ "$REPO/tools/testing/rrxe/rrxe_test.h" -nt "$bin" ]; then
 		gcc -O2 -g -Wall -Wextra -Werror -o "$bin" "$src" -libverbs || rrxe_die "cannot build $src"
 	fi
 	EXTRA+=("$bin")

@@ -15,21 +15,10 @@
 #include <sys/mman.h>
 #include <infiniband/verbs.h>
 
-static int failed;
-
-static void check(const char *name, int ok, const char *what)
-{
-	if (ok) {
-		printf("RRXE-TEST %s ok\n", name);
-	} else {
-		printf("RRXE-TEST %s FAIL: %s (errno %d)\n", name, what, errno);
-		failed = 1;
-	}
-}
+#include "rrxe_test.h"
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
 	static char buf[1 << 20];
 	const int flags[] = {
@@ -45,11 +34,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s DEVICE\n", argv[0]);
 		return 2;
 	}
-	list = ibv_get_device_list(NULL);
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
+	ctx = open_dev(argv[1]);
 	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 	check("mr_setup", pd != NULL, "open device / alloc pd");
 	if (!pd)

@@ -13,17 +13,7 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
-static int failed;
-
-static void check(const char *name, int ok, const char *what)
-{
-	if (ok) {
-		printf("RRXE-TEST %s ok\n", name);
-	} else {
-		printf("RRXE-TEST %s FAIL: %s (errno %d)\n", name, what, errno);
-		failed = 1;
-	}
-}
+#include "rrxe_test.h"
 
 static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type type,
 			      unsigned int wr, unsigned int sge, unsigned int inl)
@@ -79,7 +69,6 @@ static int set_state(struct ibv_qp *qp, enum ibv_qp_state s)
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qia;
@@ -91,11 +80,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	gid_index = atoi(argv[2]);
-	list = ibv_get_device_list(NULL);
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
+	ctx = open_dev(argv[1]);
 	if (!ctx || ibv_query_gid(ctx, 1, gid_index, &gid)) {
 		check("qp_setup", 0, "open device / query gid");
 		return 1;
