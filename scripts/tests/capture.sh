@@ -9,13 +9,18 @@
 rdma_link rdma_rxe rxe rxe0
 gid=$(rrxe_gid_index rxe0) || die "no RoCE v2 GID"
 
+# perftest's statistics refuse to report when the guest clock is too noisy under TCG ("Can't
+# produce a report", r^2 < 0.9), after the traffic ran: that is no failure for a capture,
+# which the host checks for every expected opcode anyway.
+report_only() { grep -q "Can't produce a report" /tmp/out && log "$1: traffic done, no report (noisy clock)"; }
 run() {
 	if [ "$RRXE_NAME" = a ]; then
 		log "server: $*"
-		"$@" >/tmp/out 2>&1 || { cat /tmp/out; die "$1 failed"; }
+		"$@" >/tmp/out 2>&1 || report_only "$1" || { cat /tmp/out; die "$1 failed"; }
 	else
 		log "client: $*"
-		retry 40 0.5 sh -c '"$@" "$RRXE_PEER" >/tmp/out 2>&1 || { tail -3 /tmp/out; exit 1; }' sh "$@" ||
+		retry 40 0.5 sh -c '"$@" "$RRXE_PEER" >/tmp/out 2>&1 ||
+			grep -q "Can'"'"'t produce a report" /tmp/out || { tail -3 /tmp/out; exit 1; }' sh "$@" ||
 			die "$1 failed"
 		sleep 0.5
 	fi
