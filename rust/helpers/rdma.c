@@ -4,6 +4,7 @@
 #include <linux/if_vlan.h>
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
+#include <net/dst.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -74,6 +75,37 @@ __rust_helper unsigned char *rust_helper_skb_network_header(const struct sk_buff
 __rust_helper unsigned char *rust_helper_skb_tail_pointer(const struct sk_buff *skb)
 {
 	return skb_tail_pointer(skb);
+}
+
+__rust_helper void rust_helper_skb_reserve(struct sk_buff *skb, int len)
+{
+	skb_reserve(skb, len);
+}
+
+__rust_helper void rust_helper_skb_reset_network_header(struct sk_buff *skb)
+{
+	skb_reset_network_header(skb);
+}
+
+__rust_helper void rust_helper_skb_set_transport_header(struct sk_buff *skb, const int offset)
+{
+	skb_set_transport_header(skb, offset);
+}
+
+__rust_helper void rust_helper_skb_dst_set(struct sk_buff *skb, struct dst_entry *dst)
+{
+	skb_dst_set(skb, dst);
+}
+
+__rust_helper struct dst_entry *rust_helper_dst_clone(struct dst_entry *dst)
+{
+	return dst_clone(dst);
+}
+
+/* LL_RESERVED_SPACE(): the link-layer headroom an outgoing packet needs on dev. */
+__rust_helper unsigned int rust_helper_ll_reserved_space(const struct net_device *dev)
+{
+	return LL_RESERVED_SPACE(dev);
 }
 
 /* The driver udata of a verb, which the core passes embedded in its attribute bundle. */

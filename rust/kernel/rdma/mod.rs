@@ -13,7 +13,8 @@
 //! - [`pd`], [`cq`], [`qp`], [`mr`]: protection domains, completion queues, queue pairs,
 //!   memory regions and pinned user memory.
 //! - [`mmap`]: memory shared with userspace (the user provider maps queues).
-//! - [`net`]: the RoCEv2 UDP tunnel socket and received packets.
+//! - [`net`]: the RoCEv2 UDP tunnel socket, received packets, routes and transmission.
+//! - [`timer`]: protocol timers embedded in driver objects.
 //!
 //! The kernel crate is built into vmlinux, so these abstractions need the RDMA core built in
 //! (`CONFIG_INFINIBAND=y`, `CONFIG_INFINIBAND_USER_ACCESS=y`).
@@ -30,6 +31,7 @@ pub mod net;
 pub mod netdev;
 pub mod pd;
 pub mod qp;
+pub mod timer;
 
 /// Computes the little-endian (reflected) CRC-32 of `data`, continuing from `seed`, with the
 /// kernel's (possibly accelerated) implementation.
@@ -69,4 +71,18 @@ impl Drop for BhGuard {
         // SAFETY: Paired with the `local_bh_disable` in `new`.
         unsafe { crate::bindings::local_bh_enable() };
     }
+}
+
+/// Waits until every RCU read-side critical section that was running has ended; softirq
+/// handlers, and code that runs with bottom halves disabled, are such sections.
+///
+/// A driver whose receive path finds objects in a table (in softirq) calls this after taking
+/// an object out of the table, before releasing what the receive path may still be using.
+///
+/// # Context
+///
+/// Process context; sleeps.
+pub fn synchronize_rcu() {
+    // SAFETY: No preconditions beyond the context.
+    unsafe { crate::bindings::synchronize_rcu() };
 }

@@ -76,12 +76,52 @@ impl Umem {
     }
 
     /// Copies `out.len()` bytes at byte offset `offset` of the range into `out`.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts: the pages are mapped atomically.
     pub fn copy_from(&self, offset: usize, out: &mut [u8]) -> Result {
         // SAFETY: The umem is valid and `out` is valid for writes of its length; the core
         // checks the range against the umem.
         to_result(unsafe {
             bindings::ib_umem_copy_from(out.as_mut_ptr().cast(), self.0.as_ptr(), offset, out.len())
         })
+    }
+}
+
+impl Umem {
+    /// Copies `data` to byte offset `offset` of the range.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts: the pages are mapped atomically.
+    pub fn copy_to(&self, offset: usize, data: &[u8]) -> Result {
+        let u = self.0.as_ptr();
+        let end = offset.checked_add(data.len()).ok_or(EINVAL)?;
+        if end > self.len() {
+            return Err(EINVAL);
+        }
+        // SAFETY: By the type invariant the umem is valid; `address` is immutable.
+        let first = unsafe { (*u).address } as usize & (crate::page::PAGE_SIZE - 1);
+        let skip = isize::try_from(offset.wrapping_add(first)).map_err(|_| EINVAL)?;
+        // SAFETY: By the type invariant the umem is valid; its scatterlist describes the
+        // pinned pages, which start `first` bytes into the first page. The range was checked
+        // against the length above; `data` is valid for reads.
+        let copied = unsafe {
+            let sgt = &(*u).sgt_append.sgt;
+            bindings::sg_pcopy_from_buffer(
+                sgt.sgl,
+                sgt.orig_nents,
+                data.as_ptr().cast(),
+                data.len(),
+                skip,
+            )
+        };
+        if copied == data.len() {
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
     }
 }
 

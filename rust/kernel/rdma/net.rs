@@ -6,10 +6,23 @@
 //! every datagram for the port to the driver's `encap_rcv` callback, in softirq context,
 //! before any socket queueing.
 //!
-//! C header: [`include/net/udp_tunnel.h`](srctree/include/net/udp_tunnel.h)
+//! It transmits by building whole IP datagrams itself: a [`Route`] is looked up for the
+//! destination, a [`TxBuf`] is allocated with the link-layer headroom of the route's device,
+//! the driver writes the IP and UDP headers, the RoCE headers, the payload and the ICRC into
+//! it (the ICRC covers the IP header, so the driver must own it), and [`TxBuf::send`] hands it
+//! to the IP layer's local output, which fills in the length and checksum and runs netfilter
+//! and neighbour resolution.
+//!
+//! C headers: [`include/net/udp_tunnel.h`](srctree/include/net/udp_tunnel.h),
+//! [`include/net/route.h`](srctree/include/net/route.h),
+//! [`include/net/ip6_route.h`](srctree/include/net/ip6_route.h)
 
 use super::netdev::NetDevice;
-use crate::{bindings, error::to_result, prelude::*};
+use crate::{
+    bindings,
+    error::{from_err_ptr, to_result},
+    prelude::*,
+};
 use core::{marker::PhantomData, ptr::NonNull};
 
 /// The IANA port of RoCEv2.
@@ -79,6 +92,221 @@ impl Drop for RxPacket {
     fn drop(&mut self) {
         // SAFETY: By the type invariant we own the buffer; dropping it unprocessed is a drop.
         unsafe { bindings::kfree_skb(self.0.as_ptr()) };
+    }
+}
+
+/// An output route (`struct dst_entry`) of the initial network namespace, counted.
+///
+/// # Invariants
+///
+/// `dst` is a valid route on which this object holds one reference.
+pub struct Route {
+    dst: NonNull<bindings::dst_entry>,
+    ipv6: bool,
+}
+
+// SAFETY: A route reference may be used and released from any context.
+unsafe impl Send for Route {}
+// SAFETY: `&self` methods only read the route.
+unsafe impl Sync for Route {}
+
+impl Route {
+    /// Looks up the IPv4 route from `saddr` to `daddr` out of the interface `oif`.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    pub fn ipv4(oif: i32, saddr: [u8; 4], daddr: [u8; 4]) -> Result<Self> {
+        let mut fl4: bindings::flowi4 = pin_init::zeroed();
+        fl4.__fl_common.flowic_oif = oif;
+        fl4.__fl_common.flowic_proto = bindings::IPPROTO_UDP as u8;
+        fl4.saddr = u32::from_ne_bytes(saddr);
+        fl4.daddr = u32::from_ne_bytes(daddr);
+        // SAFETY: `init_net` lives forever; `fl4` is valid for the call. The result is a
+        // referenced route or an error pointer.
+        let rt = from_err_ptr(unsafe {
+            bindings::ip_route_output_flow(&raw mut bindings::init_net, &mut fl4, core::ptr::null())
+        })?;
+        let rt = NonNull::new(rt).ok_or(EHOSTUNREACH)?;
+        // INVARIANT: `dst` is the first field of the referenced `rtable`.
+        Ok(Self {
+            dst: rt.cast(),
+            ipv6: false,
+        })
+    }
+
+    /// Looks up the IPv6 route from `saddr` to `daddr` out of the interface `oif` (which
+    /// link-local destinations need).
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    #[cfg(CONFIG_IPV6)]
+    pub fn ipv6(oif: i32, saddr: [u8; 16], daddr: [u8; 16]) -> Result<Self> {
+        let mut fl6: bindings::flowi6 = pin_init::zeroed();
+        fl6.__fl_common.flowic_oif = oif;
+        fl6.__fl_common.flowic_proto = bindings::IPPROTO_UDP as u8;
+        fl6.saddr.in6_u.u6_addr8 = saddr;
+        fl6.daddr.in6_u.u6_addr8 = daddr;
+        // SAFETY: `init_net` lives forever; `fl6` is valid for the call. The result is always
+        // a referenced route, with `error` set if there is none.
+        let dst = unsafe {
+            bindings::ip6_route_output_flags(
+                &raw mut bindings::init_net,
+                core::ptr::null(),
+                &mut fl6,
+                0,
+            )
+        };
+        let dst = NonNull::new(dst).ok_or(EHOSTUNREACH)?;
+        // INVARIANT: We own the reference returned above.
+        let route = Self { dst, ipv6: true };
+        // SAFETY: `dst` is valid.
+        let err = unsafe { (*dst.as_ptr()).error };
+        if err != 0 {
+            return Err(Error::from_errno(err.into()));
+        }
+        Ok(route)
+    }
+
+    /// Returns whether the route is an IPv6 one.
+    pub fn is_ipv6(&self) -> bool {
+        self.ipv6
+    }
+
+    /// Returns the headroom a packet needs for the link layer of the route's device.
+    fn headroom(&self) -> usize {
+        // SAFETY: By the type invariant the route is valid; its device is held by it.
+        unsafe { bindings::ll_reserved_space((*self.dst.as_ptr()).__bindgen_anon_1.dev) as usize }
+    }
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we own one reference.
+        unsafe { bindings::dst_release(self.dst.as_ptr()) };
+    }
+}
+
+/// An outgoing IP datagram being built (`struct sk_buff`), owned.
+///
+/// # Invariants
+///
+/// `skb` is a socket buffer this object owns, with `len` bytes of linear data at `data`
+/// (the whole IP datagram), its network header at the start and its transport header
+/// `ip_len` bytes in.
+pub struct TxBuf {
+    skb: NonNull<bindings::sk_buff>,
+    data: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: An owned socket buffer may move between contexts.
+unsafe impl Send for TxBuf {}
+
+impl TxBuf {
+    /// Allocates a datagram of `len` bytes whose IP header (with options) is `ip_len` bytes,
+    /// for sending along `route`.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts; allocates with `GFP_ATOMIC`.
+    pub fn new(route: &Route, ip_len: usize, len: usize) -> Result<Self> {
+        if ip_len > len {
+            return Err(EINVAL);
+        }
+        let headroom = route.headroom();
+        let size = len.checked_add(headroom).ok_or(EMSGSIZE)?;
+        let (reserve, put, offset) = (
+            c_int::try_from(headroom).map_err(|_| EMSGSIZE)?,
+            c_uint::try_from(len).map_err(|_| EMSGSIZE)?,
+            c_int::try_from(ip_len).map_err(|_| EMSGSIZE)?,
+        );
+        // SAFETY: No preconditions; the result is null or a new buffer we own.
+        let skb = unsafe {
+            bindings::__alloc_skb(
+                c_uint::try_from(size).map_err(|_| EMSGSIZE)?,
+                bindings::GFP_ATOMIC,
+                0,
+                bindings::NUMA_NO_NODE,
+            )
+        };
+        let skb = NonNull::new(skb).ok_or(ENOMEM)?;
+        // SAFETY: The buffer is new and has room for `headroom + len` bytes.
+        let data = unsafe {
+            bindings::skb_reserve(skb.as_ptr(), reserve);
+            let data = bindings::skb_put(skb.as_ptr(), put);
+            bindings::skb_reset_network_header(skb.as_ptr());
+            bindings::skb_set_transport_header(skb.as_ptr(), offset);
+            data
+        };
+        let Some(data) = NonNull::new(data.cast::<u8>()) else {
+            // SAFETY: We own the buffer.
+            unsafe { bindings::kfree_skb(skb.as_ptr()) };
+            return Err(ENOMEM);
+        };
+        // INVARIANT: Set up above.
+        Ok(Self { skb, data, len })
+    }
+
+    /// Returns the datagram's bytes, from the IP header on.
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: By the type invariant `data` holds `len` bytes of the buffer we own, which
+        // nothing else accesses while `self` is borrowed.
+        unsafe { core::slice::from_raw_parts_mut(self.data.as_ptr(), self.len) }
+    }
+
+    /// Sends the datagram along `route` (`ip_local_out` or `ip6_local_out`). The IP header's
+    /// total or payload length and the IPv4 checksum are filled in here.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    pub fn send(self, route: &Route) -> Result {
+        let skb = self.skb.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: We own the buffer and pass it on; `route` holds a reference on `dst`, and
+        // the buffer takes one more.
+        let ret = unsafe {
+            bindings::skb_dst_set(skb, bindings::dst_clone(route.dst.as_ptr()));
+            if route.ipv6 {
+                Self::out6(skb)
+            } else {
+                bindings::ip_local_out(&raw mut bindings::init_net, core::ptr::null_mut(), skb)
+            }
+        };
+        // `net_xmit_eval()`: congestion notifications are not errors.
+        match ret {
+            r if r < 0 => Err(Error::from_errno(r)),
+            r if r == bindings::NET_XMIT_DROP as c_int => Err(ENOBUFS),
+            _ => Ok(()),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `skb` is an owned, routed IPv6 datagram.
+    #[cfg(CONFIG_IPV6)]
+    unsafe fn out6(skb: *mut bindings::sk_buff) -> c_int {
+        // SAFETY: Per the function's contract.
+        unsafe { bindings::ip6_local_out(&raw mut bindings::init_net, core::ptr::null_mut(), skb) }
+    }
+
+    /// # Safety
+    ///
+    /// `skb` is an owned datagram.
+    #[cfg(not(CONFIG_IPV6))]
+    unsafe fn out6(skb: *mut bindings::sk_buff) -> c_int {
+        // SAFETY: Per the function's contract, we own it.
+        unsafe { bindings::kfree_skb(skb) };
+        -(bindings::EAFNOSUPPORT as c_int)
+    }
+}
+
+impl Drop for TxBuf {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we own the buffer; dropping it unsent is a drop.
+        unsafe { bindings::kfree_skb(self.skb.as_ptr()) };
     }
 }
 

@@ -409,6 +409,19 @@ impl<T: Driver> QpInit<'_, T> {
         caps.write(unsafe { &mut (*self.init).cap });
     }
 
+    /// Returns the completion queue of the send queue.
+    pub fn send_cq(&self) -> Option<&Cq<T>> {
+        // SAFETY: The core sets `send_cq` before `create_qp` to null or one of this driver's
+        // CQs, on which it holds a use count while the QP exists.
+        unsafe { (*self.qp).send_cq.cast::<Cq<T>>().as_ref() }
+    }
+
+    /// Returns the completion queue of the receive queue.
+    pub fn recv_cq(&self) -> Option<&Cq<T>> {
+        // SAFETY: As for `send_cq`.
+        unsafe { (*self.qp).recv_cq.cast::<Cq<T>>().as_ref() }
+    }
+
     /// Sets the QP number of the new QP.
     pub fn set_qp_num(&self, qpn: u32) {
         // SAFETY: `qp` is the core's allocation of the QP being created, exclusively ours

@@ -13,7 +13,7 @@
 
 static int failed;
 
-static void check(const char *name, int ok, const char *what)
+static inline void check(const char *name, int ok, const char *what)
 {
 	if (ok) {
 		printf("RRXE-TEST %s ok\n", name);
@@ -23,7 +23,7 @@ static void check(const char *name, int ok, const char *what)
 	}
 }
 
-static struct ibv_context *open_dev(const char *name)
+static inline struct ibv_context *open_dev(const char *name)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_context *ctx = NULL;

@@ -13,6 +13,7 @@ use crate::Rrxe;
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::cq::{Cq, CqInit, NotifyFlags};
+use kernel::rdma::BhGuard;
 use kernel::sync::SpinLock;
 
 /// The geometry of a CQ ring of at least `cqe` entries: slots of `struct rxe_cqe` (72
@@ -23,12 +24,14 @@ fn cq_geometry(cqe: u32) -> Result<QueueGeometry> {
 
 /// Per-PD state.
 pub(crate) struct RrxePd {
+    /// Identity, unique on the device: memory regions and QPs compare it.
+    pub(crate) id: u32,
     _slot: Slot,
 }
 
 impl RrxePd {
-    pub(crate) fn new(slot: Slot) -> Self {
-        Self { _slot: slot }
+    pub(crate) fn new(slot: Slot, id: u32) -> Self {
+        Self { id, _slot: slot }
     }
 }
 
@@ -44,6 +47,8 @@ struct CqState {
     queue: SharedQueue,
     /// Armed `IB_CQ_SOLICITED` / `IB_CQ_NEXT_COMP` flags.
     notify: u32,
+    /// Completions lost because the queue was full.
+    overflows: u64,
 }
 
 impl RrxeCq {
@@ -71,14 +76,45 @@ impl RrxeCq {
         };
         init.set_cqe(geo.capacity());
         Ok(try_pin_init!(Self {
-            state <- new_spinlock!(CqState { queue, notify: 0 }, "rrxe_cq"),
+            state <- new_spinlock!(
+                CqState {
+                    queue,
+                    notify: 0,
+                    overflows: 0,
+                },
+                "rrxe_cq"
+            ),
             _slot: slot,
         }))
+    }
+
+    /// Appends a completion entry; returns whether a completion event is due (the CQ was
+    /// armed for the next completion, or for a solicited one and this one is).
+    ///
+    /// # Context
+    ///
+    /// Softirq, or bottom halves disabled (the data path).
+    pub(crate) fn post(&self, cqe: &[u8], solicited: bool) -> bool {
+        let mut st = self.state.lock();
+        if st.queue.push(cqe).is_err() {
+            // A full CQ loses the completion: the consumer polls too slowly for the queue
+            // it sized (IBA 11.4.2.1 makes this a CQ error; rxe drops it as well).
+            st.overflows = st.overflows.wrapping_add(1);
+            return false;
+        }
+        let fire = st.notify & NotifyFlags::NEXT_COMP != 0
+            || (solicited && st.notify & NotifyFlags::SOLICITED != 0);
+        if fire {
+            st.notify = 0;
+        }
+        fire
     }
 
     /// Arms the completion event; returns whether completions are already waiting and the
     /// caller asked to know.
     pub(crate) fn req_notify(&self, flags: NotifyFlags) -> Result<bool> {
+        // The data path takes the lock in softirq.
+        let _bh = BhGuard::new();
         let mut st = self.state.lock();
         st.notify |= if flags.solicited_only() {
             NotifyFlags::SOLICITED
@@ -109,11 +145,13 @@ impl RrxeCq {
         // Copying to userspace may sleep: respond before taking the lock. If the move fails,
         // the verb fails and userspace ignores the response, whose queue is freed here.
         udata.respond(&mi)?;
+        let bh = BhGuard::new();
         let mut st = this.state.lock();
         st.queue.move_into(&queue)?;
         let old = core::mem::replace(&mut st.queue, queue);
         cq.set_cqe(geo.capacity());
         drop(st);
+        drop(bh);
         // Dropping a shared buffer may sleep: outside the lock. Its mapping stays valid until
         // userspace unmaps it.
         drop(old);

@@ -3,6 +3,7 @@
 //! Device creation and the device-level verbs.
 
 use crate::cq::{RrxeCq, RrxePd};
+use crate::engine::QpShared;
 use crate::mr::{MrInner, RrxeMr};
 use crate::net::{Stats, HW_STATS};
 use crate::params::{self, Counter};
@@ -52,17 +53,48 @@ pub(crate) struct RrxeDev {
     qpn_lock: Mutex<()>,
     /// Where the search for a free QP number starts.
     next_qpn: Atomic<u32>,
+    /// The data path's QPs by number. Every access takes the array's lock with bottom
+    /// halves disabled; a QP is taken out before it is destroyed.
+    #[pin]
+    qps_by_num: XArray<Arc<QpShared>>,
     /// Memory regions in use.
     pub(crate) mrs_used: Arc<Counter>,
-    /// Memory regions by key index (`key >> 8`); allocation and release take `mr_lock`.
-    #[pin]
-    mrs: XArray<Arc<MrInner>>,
+    /// Serialises key allocation and release.
     #[pin]
     mr_lock: Mutex<()>,
     /// Where the search for a free key index starts.
     next_mr: Atomic<u32>,
+    /// Protection domain identities handed out so far.
+    next_pd: Atomic<u32>,
+    /// What the data path of every QP shares: keys, counters.
+    pub(crate) shared: Arc<DevShared>,
+}
+
+/// The part of a device that its QPs' data path uses, shared with them: it lives as long as
+/// the last QP, whose timers may run after the device is being torn down.
+#[pin_data]
+pub(crate) struct DevShared {
+    /// Memory regions by key index (`key >> 8`). Lookups happen in softirq or with bottom
+    /// halves disabled, and the region found is only used there: a deregistration takes the
+    /// region out, then waits for an RCU grace period before the memory is unpinned.
+    #[pin]
+    mrs: XArray<Arc<MrInner>>,
     /// Port counters.
     pub(crate) stats: Stats,
+}
+
+impl DevShared {
+    /// Resolves a memory key (lkey or rkey) to its region.
+    ///
+    /// # Context
+    ///
+    /// Softirq, or bottom halves disabled; the returned reference must be dropped before
+    /// leaving that section.
+    pub(crate) fn mr(&self, key: u32) -> Option<Arc<MrInner>> {
+        let xa = self.mrs.lock();
+        let mr = xa.get((key >> 8) as usize)?;
+        (mr.key == key).then(|| mr.into())
+    }
 }
 
 impl RrxeDev {
@@ -99,7 +131,7 @@ impl RrxeDev {
             let free = {
                 let _bh = BhGuard::new();
                 // A named guard: a temporary in the block's tail would outlive `_bh`.
-                let xa = self.mrs.lock();
+                let xa = self.shared.mrs.lock();
                 xa.get(n as usize).is_none()
             };
             if !free {
@@ -107,7 +139,10 @@ impl RrxeDev {
             }
             let mr = build((n << 8) | u32::from(random_key_byte()))?;
             let _bh = BhGuard::new();
-            self.mrs.lock().store(n as usize, mr.clone(), GFP_ATOMIC)?;
+            self.shared
+                .mrs
+                .lock()
+                .store(n as usize, mr.clone(), GFP_ATOMIC)?;
             return Ok(mr);
         }
         Err(ENOSPC)
@@ -118,20 +153,48 @@ impl RrxeDev {
         let _guard = self.mr_lock.lock();
         let old = {
             let _bh = BhGuard::new();
-            let mut xa = self.mrs.lock();
+            let mut xa = self.shared.mrs.lock();
             xa.remove(index as usize)
         };
-        // Dropping the region may unpin memory, which sleeps: outside the BH section.
+        if old.is_some() {
+            // The data path may still be copying to or from the region on another CPU, in a
+            // section with bottom halves disabled: wait for it before unpinning.
+            kernel::rdma::synchronize_rcu();
+        }
+        // Dropping the region unpins memory, which sleeps: outside the BH section.
         drop(old);
     }
 
-    /// Returns whether QP number `qpn` is in use.
+    /// Returns a new protection domain identity.
+    pub(crate) fn new_pd_id(&self) -> u32 {
+        self.next_pd.fetch_add(1, Relaxed)
+    }
+
+    /// Makes a QP reachable by the receive path.
+    pub(crate) fn insert_qp(&self, qp: Arc<QpShared>) -> Result {
+        let qpn = qp.qpn() as usize;
+        let _bh = BhGuard::new();
+        self.qps_by_num.lock().store(qpn, qp, GFP_ATOMIC)?;
+        Ok(())
+    }
+
+    /// Takes a QP out of the receive path's reach; once this returns, no new packet finds it
+    /// (packets being processed may still hold it: see [`QpShared::shutdown`]).
+    pub(crate) fn remove_qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
+        let _bh = BhGuard::new();
+        let mut xa = self.qps_by_num.lock();
+        xa.remove(qpn as usize)
+    }
+
+    /// Returns the QP with number `qpn`, if it takes packets.
     ///
     /// # Context
     ///
-    /// Softirq (the receive path), or process context with bottom halves disabled.
-    pub(crate) fn qp_exists(&self, qpn: u32) -> bool {
-        self.qpns.lock().get(qpn as usize).is_some()
+    /// Softirq (the receive path), or process context with bottom halves disabled; the QP
+    /// must be dropped before leaving that section.
+    pub(crate) fn qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
+        let xa = self.qps_by_num.lock();
+        xa.get(qpn as usize).map(|q| q.into())
     }
 
     /// Releases a QP number.
@@ -198,11 +261,18 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             qpns <- XArray::new(AllocKind::Alloc),
             qpn_lock <- new_mutex!(()),
             next_qpn: Atomic::new(0),
+            qps_by_num <- XArray::new(AllocKind::Alloc),
             mrs_used: Counter::new(params::MAX_MR)?,
-            mrs <- XArray::new(AllocKind::Alloc),
             mr_lock <- new_mutex!(()),
             next_mr: Atomic::new(0),
-            stats: Stats::new(),
+            next_pd: Atomic::new(1),
+            shared: Arc::pin_init(
+                try_pin_init!(DevShared {
+                    mrs <- XArray::new(AllocKind::Alloc),
+                    stats: Stats::new(),
+                }),
+                GFP_KERNEL,
+            )?,
         }),
     )?;
     dev.register(name, ndev, PORT)?;
@@ -236,7 +306,7 @@ impl Driver for Rrxe {
     const HW_STATS: &'static [StatDesc] = &HW_STATS;
 
     fn hw_stats(dev: &Device<Self>, _port: PortNum, values: &mut [u64]) {
-        dev.data().stats.read(values);
+        dev.data().shared.stats.read(values);
     }
 
     fn query_device(dev: &Device<Self>, udata: Option<&UData>) -> Result<DeviceAttrs> {
@@ -326,7 +396,10 @@ impl Driver for Rrxe {
     }
 
     fn alloc_pd(dev: &Device<Self>, _udata: Option<&UData>) -> impl PinInit<RrxePd, Error> {
-        dev.data().pds.take().map(RrxePd::new)
+        let data = dev.data();
+        data.pds
+            .take()
+            .map(|slot| RrxePd::new(slot, data.new_pd_id()))
     }
 
     fn create_cq(
@@ -366,13 +439,12 @@ impl Driver for Rrxe {
     }
 
     fn destroy_qp(qp: &Qp<Self>) -> Result {
-        qp.device().data().free_qpn(qp.qp_num());
+        RrxeQp::destroy(qp);
         Ok(())
     }
 
-    fn send_doorbell(_qp: &Qp<Self>) -> Result {
-        // The RC engine is not wired to the rings yet: say so rather than drop the WQEs.
-        Err(EOPNOTSUPP)
+    fn send_doorbell(qp: &Qp<Self>) -> Result {
+        RrxeQp::doorbell(qp)
     }
 
     fn reg_user_mr(

@@ -30,15 +30,60 @@ const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
 /// unpins the memory, which may sleep: the data path must not drop one in atomic context.
 pub(crate) struct MrInner {
     /// The pinned user memory.
-    pub(crate) _umem: Umem,
+    umem: Umem,
     /// Start of the region as the wire and SGEs name it.
-    pub(crate) _iova: u64,
+    iova: u64,
     /// Length in bytes.
-    pub(crate) _length: u64,
+    length: u64,
     /// `IB_ACCESS_*` rights.
-    pub(crate) _access: u32,
+    access: u32,
+    /// The protection domain's identity.
+    pd_id: u32,
     /// The key (lkey and rkey).
     pub(crate) key: u32,
+}
+
+/// What an access to a memory region needs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// Reading for a local gather (always allowed).
+    LocalRead,
+    /// Writing for a local scatter (`IB_ACCESS_LOCAL_WRITE`).
+    LocalWrite,
+    /// An RDMA WRITE from the wire (`IB_ACCESS_REMOTE_WRITE`).
+    RemoteWrite,
+}
+
+impl MrInner {
+    /// Checks an access of `len` bytes at `va` by a QP of protection domain `pd_id`, and
+    /// returns the offset in the pinned memory: the region must be in the same PD, grant the
+    /// right and contain the whole range.
+    pub(crate) fn check(&self, pd_id: u32, va: u64, len: u32, need: Need) -> Option<usize> {
+        let right = match need {
+            Need::LocalRead => 0,
+            Need::LocalWrite => access::LOCAL_WRITE,
+            Need::RemoteWrite => access::REMOTE_WRITE,
+        };
+        if self.pd_id != pd_id || self.access & right != right {
+            return None;
+        }
+        let off = va.checked_sub(self.iova)?;
+        let end = off.checked_add(u64::from(len))?;
+        if end > self.length {
+            return None;
+        }
+        usize::try_from(off).ok()
+    }
+
+    /// Copies out of the region at a checked offset.
+    pub(crate) fn read(&self, off: usize, out: &mut [u8]) -> Result {
+        self.umem.copy_from(off, out)
+    }
+
+    /// Copies into the region at a checked offset.
+    pub(crate) fn write(&self, off: usize, data: &[u8]) -> Result {
+        self.umem.copy_to(off, data)
+    }
 }
 
 /// Per-MR state.
@@ -61,10 +106,11 @@ impl RrxeMr {
         let inner = data.insert_mr(|key| {
             Ok(Arc::new(
                 MrInner {
-                    _umem: umem,
-                    _iova: req.iova,
-                    _length: req.length,
-                    _access: req.access,
+                    umem,
+                    iova: req.iova,
+                    length: req.length,
+                    access: req.access,
+                    pd_id: pd.data().id,
                     key,
                 },
                 GFP_KERNEL,

@@ -4,14 +4,13 @@
 //!
 //! Every datagram is attributed to the rrxe device of the netdevice it arrived on, parsed by
 //! the wire core, and its ICRC verified with the kernel's CRC-32 over the masked IP and UDP
-//! headers, before the destination QP is looked up. Each outcome has a port counter
-//! (`rdma statistic show link rrxe0/1`). The RC engine is not wired to QPs yet: packets for
-//! an existing QP are counted as `rcvd_unhandled` and dropped, which the peer's transport
-//! treats as loss.
+//! headers, before the destination QP is looked up and handed the packet (still in softirq,
+//! see [`crate::engine`]). Each outcome has a port counter
+//! (`rdma statistic show link rrxe0/1`), and so do the transmit side's.
 
 use crate::proto::{
     icrc::{self, IpHdr},
-    packet,
+    packet::{self, Packet},
 };
 use crate::wire::kernel_crc32;
 use crate::Rrxe;
@@ -33,11 +32,21 @@ pub(crate) enum Rcvd {
     Malformed,
     /// Valid packets for a QP number that does not exist.
     UnknownQp,
-    /// Valid packets for an existing QP that the device does not process yet.
-    Unhandled,
+    /// Valid packets an existing QP did not take: not from its peer, wrong state or
+    /// partition, or an opcode it does not carry out.
+    Dropped,
+    /// Packets sent (requests and acknowledgements), first transmissions.
+    SentPkts,
+    /// Request packets sent again (go-back-N after a timeout or a NAK).
+    Retransmits,
+    /// Packets that could not be sent (no route, no memory, queue full): the peer sees
+    /// loss.
+    SendErrors,
+    /// RNR NAKs sent: a SEND arrived with no receive WQE posted.
+    RnrNaksSent,
 }
 
-const NUM_STATS: usize = 5;
+const NUM_STATS: usize = 9;
 
 /// The names of the port counters.
 pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
@@ -45,7 +54,11 @@ pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
     StatDesc::new(c"rcvd_icrc_err"),
     StatDesc::new(c"rcvd_malformed"),
     StatDesc::new(c"rcvd_unknown_qp"),
-    StatDesc::new(c"rcvd_unhandled"),
+    StatDesc::new(c"rcvd_dropped"),
+    StatDesc::new(c"sent_pkts"),
+    StatDesc::new(c"retransmits"),
+    StatDesc::new(c"send_errors"),
+    StatDesc::new(c"rnr_naks_sent"),
 ];
 
 /// The port counters of a device.
@@ -69,8 +82,26 @@ impl Stats {
     }
 }
 
-/// What a received datagram is, once checked.
-fn classify(ip: &[u8], udp: &[u8]) -> core::result::Result<u32, Rcvd> {
+/// Returns the IP source address of a checked header as a GID (IPv4-mapped for IPv4).
+fn source_gid(ip: &IpHdr<'_>) -> [u8; 16] {
+    let mut gid = [0u8; 16];
+    match ip {
+        IpHdr::V4(h) => {
+            if let Some(&[a, b, c, d]) = h.get(12..16) {
+                gid = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d];
+            }
+        }
+        IpHdr::V6(h) => {
+            if let Some(src) = h.get(8..24) {
+                gid.copy_from_slice(src);
+            }
+        }
+    }
+    gid
+}
+
+/// What a received datagram is, once checked: the parsed packet and its source.
+fn classify<'a>(ip: &'a [u8], udp: &'a [u8]) -> core::result::Result<(Packet<'a>, [u8; 16]), Rcvd> {
     let (udp_hdr, rest) = udp.split_at_checked(8).ok_or(Rcvd::Malformed)?;
     // The UDP length bounds the payload (link-layer padding is not part of it).
     let udp_len = usize::from(u16::from_be_bytes([udp_hdr[4], udp_hdr[5]]));
@@ -84,7 +115,7 @@ fn classify(ip: &[u8], udp: &[u8]) -> core::result::Result<u32, Rcvd> {
         _ => return Err(Rcvd::Malformed),
     };
     icrc::verify(&kernel_crc32, ip, udp_hdr, payload).map_err(|_| Rcvd::IcrcErr)?;
-    Ok(pkt.bth.dest_qp().get())
+    Ok((pkt, source_gid(&ip)))
 }
 
 impl TunnelRx for Rrxe {
@@ -93,25 +124,37 @@ impl TunnelRx for Rrxe {
         let Some(dev) = pkt.netdev().and_then(Device::<Rrxe>::get_by_netdev) else {
             return;
         };
-        let data = dev.data();
+        let stats = &dev.data().shared.stats;
         if pkt.linearize().is_err() {
-            data.stats.inc(Rcvd::Malformed);
+            stats.inc(Rcvd::Malformed);
             return;
         }
-        let verdict = pkt
+        let taken = match pkt
             .headers()
             .ok_or(Rcvd::Malformed)
-            .and_then(|(ip, udp)| classify(ip, udp));
-        match verdict {
-            Ok(qpn) => {
-                data.stats.inc(Rcvd::Pkts);
-                data.stats.inc(if data.qp_exists(qpn) {
-                    Rcvd::Unhandled
-                } else {
-                    Rcvd::UnknownQp
-                });
+            .and_then(|(ip, udp)| classify(ip, udp))
+        {
+            Ok((p, src)) => {
+                stats.inc(Rcvd::Pkts);
+                match dev.data().qp(p.bth.dest_qp().get()) {
+                    Some(qp) if qp.receive(&p, &src) => true,
+                    Some(_) => {
+                        stats.inc(Rcvd::Dropped);
+                        false
+                    }
+                    None => {
+                        stats.inc(Rcvd::UnknownQp);
+                        false
+                    }
+                }
             }
-            Err(s) => data.stats.inc(s),
+            Err(s) => {
+                stats.inc(s);
+                false
+            }
+        };
+        if taken {
+            pkt.consume();
         }
     }
 }

@@ -2,44 +2,29 @@
 
 //! Queue pairs: creation with the send and receive rings userspace maps, attribute checks
 //! on modify (the spec's transition table through the core, then what this device supports),
-//! query and destroy.
-//!
-//! The data path (the RC engine of [`crate::proto::rc`] driven from these rings) is not wired
-//! yet: the send doorbell answers `EOPNOTSUPP`, so a user's `ibv_post_send` fails visibly.
+//! query and destroy. The data path is [`crate::engine`].
 
+use crate::engine::{QpSetup, QpShared};
 use crate::params::{self, Slot};
 use crate::proto::uabi::{self, CreateQpRespFields, QueueGeometry, CACHE_LINE_SIZE};
 use crate::queue::SharedQueue;
 use crate::Rrxe;
-use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::{
+    cq::CqRef,
     device::{Device, Mtu},
     pd::Pd,
     qp::{self, attr, AhAttr, Qp, QpAttrs, QpCaps, QpInit, QpState, QpType},
 };
-use kernel::sync::SpinLock;
+use kernel::sync::Arc;
 
 /// GID type of RoCE v2 entries (`IB_GID_TYPE_ROCE_UDP_ENCAP`): the only one rrxe speaks.
 const GID_TYPE_ROCE_V2: u32 = 2;
 
-/// Per-QP state.
-#[pin_data]
+/// Per-QP state: the data path, which the receive path's table shares.
 pub(crate) struct RrxeQp {
-    #[pin]
-    ctl: SpinLock<QpCtl>,
-    /// Send queue ring (consumed by the kernel).
-    _sq: SharedQueue,
-    /// Receive queue ring; none with a shared receive queue.
-    _rq: Option<SharedQueue>,
+    shared: Arc<QpShared>,
     _slot: Slot,
-}
-
-/// Attributes and state, changed by `modify_qp`.
-struct QpCtl {
-    attrs: QpAttrs,
-    caps: QpCaps,
-    sig_all: bool,
 }
 
 fn geometry(entries: u32, elem: usize) -> Result<QueueGeometry> {
@@ -64,17 +49,21 @@ impl RrxeQp {
     /// Prepares a new QP (`ibv_create_qp`).
     pub(crate) fn new(
         dev: &Device<Rrxe>,
-        _pd: &Pd<Rrxe>,
+        pd: &Pd<Rrxe>,
         init: &QpInit<'_, Rrxe>,
     ) -> Result<impl PinInit<Self, Error>> {
         if init.create_flags != 0 {
             return Err(EOPNOTSUPP);
         }
         match init.qp_type {
-            QpType::Rc | QpType::Uc | QpType::Ud => {}
-            // QP1 and other types come with the kernel verbs (RDMA CM), not yet.
+            QpType::Rc => {}
+            // UC and UD, and QP1 for the RDMA CM, come with the kernel verbs, not yet.
             _ => return Err(EOPNOTSUPP),
         }
+        let (Some(scq), Some(rcq)) = (init.send_cq(), init.recv_cq()) else {
+            return Err(EINVAL);
+        };
+        let ifindex = dev.netdev(1).map(|n| n.ifindex()).ok_or(ENODEV)?;
         check_caps(init)?;
         let (udata, ctx) = match (init.udata, init.ucontext) {
             (Some(u), Some(c)) => (u, c),
@@ -120,23 +109,59 @@ impl RrxeQp {
             dev.data().free_qpn(qpn);
             return Err(e);
         }
-        init.set_caps(&caps);
-        init.set_qp_num(qpn);
-        let ctl = QpCtl {
+        let shared = QpShared::new(QpSetup {
+            qpn,
+            pd_id: pd.data().id,
+            ifindex,
+            sig_all: init.sq_sig_all,
+            caps,
             attrs: QpAttrs {
                 state: Some(QpState::Reset),
                 port_num: 1,
                 ..QpAttrs::default()
             },
-            caps,
-            sig_all: init.sq_sig_all,
+            dev: dev.data().shared.clone(),
+            scq: CqRef::new(scq),
+            rcq: CqRef::new(rcq),
+            sq,
+            rq,
+        })
+        .and_then(|shared| {
+            dev.data().insert_qp(shared.clone())?;
+            Ok(shared)
+        });
+        let shared = match shared {
+            Ok(s) => s,
+            Err(e) => {
+                dev.data().free_qpn(qpn);
+                return Err(e);
+            }
         };
-        Ok(try_pin_init!(Self {
-            ctl <- new_spinlock!(ctl, "rrxe_qp"),
-            _sq: sq,
-            _rq: rq,
+        init.set_caps(&caps);
+        init.set_qp_num(qpn);
+        Ok(Ok::<_, Error>(Self {
+            shared,
             _slot: slot,
         }))
+    }
+
+    /// Destroys the data path: once this returns, no packet, timer or doorbell uses the QP,
+    /// and dropping it (in process context) frees the rings.
+    pub(crate) fn destroy(qp: &Qp<Rrxe>) {
+        let dev = qp.device().data();
+        let qpn = qp.qp_num();
+        let taken = dev.remove_qp(qpn);
+        // Packets being processed on other CPUs found the QP before it left the table; they
+        // run in softirq, an RCU read-side section.
+        kernel::rdma::synchronize_rcu();
+        qp.data().shared.shutdown();
+        drop(taken);
+        dev.free_qpn(qpn);
+    }
+
+    /// The send doorbell.
+    pub(crate) fn doorbell(qp: &Qp<Rrxe>) -> Result {
+        qp.data().shared.doorbell()
     }
 
     /// Checks and applies `ibv_modify_qp` attributes (`rxe_qp_chk_attr`, `rxe_qp_from_attr`).
@@ -147,34 +172,38 @@ impl RrxeQp {
             .netdev(1)
             .map(|n| params::roce_mtu(n.mtu()))
             .ok_or(ENODEV)?;
-        let mut ctl = this.ctl.lock();
-        let cur = match (a.mask & attr::CUR_STATE != 0, a.cur_state) {
-            (true, Some(s)) => s,
-            _ => ctl.attrs.state.unwrap_or(QpState::Reset),
-        };
-        let next = match (a.mask & attr::STATE != 0, a.state) {
-            (true, Some(s)) => s,
-            (true, None) => return Err(EINVAL),
-            (false, _) => cur,
-        };
-        if !qp::modify_is_ok(cur, next, qp.qp_type(), a.mask) {
-            return Err(EINVAL);
-        }
-        check_attrs(a, port_mtu)?;
-        merge(&mut ctl.attrs, a);
-        ctl.attrs.state = Some(next);
-        if next == QpState::Reset {
-            ctl.attrs.sq_draining = false;
-        }
-        Ok(())
+        let qp_type = qp.qp_type();
+        this.shared.modify(
+            |cur_attrs| {
+                let cur = match (a.mask & attr::CUR_STATE != 0, a.cur_state) {
+                    (true, Some(s)) => s,
+                    _ => cur_attrs.state.unwrap_or(QpState::Reset),
+                };
+                let next = match (a.mask & attr::STATE != 0, a.state) {
+                    (true, Some(s)) => s,
+                    (true, None) => return Err(EINVAL),
+                    (false, _) => cur,
+                };
+                if !qp::modify_is_ok(cur, next, qp_type, a.mask) {
+                    return Err(EINVAL);
+                }
+                check_attrs(a, port_mtu)?;
+                Ok(next)
+            },
+            |cur| {
+                merge(cur, a);
+                cur.mask = a.mask;
+                cur.sq_draining = false;
+            },
+        )
     }
 
     /// Returns the attributes for `ibv_query_qp`.
     pub(crate) fn query(qp: &Qp<Rrxe>) -> (QpAttrs, QpCaps, bool) {
-        let ctl = qp.data().ctl.lock();
-        let mut a = ctl.attrs;
-        a.cap = ctl.caps;
-        (a, ctl.caps, ctl.sig_all)
+        let (mut a, caps) = qp.data().shared.query();
+        a.cap = caps;
+        a.mask = 0;
+        (a, caps, qp.data().shared.sig_all())
     }
 }
 

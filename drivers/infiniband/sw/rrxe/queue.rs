@@ -10,8 +10,8 @@
 //! consumer index userspace writes is only used masked.
 
 use crate::proto::uabi::{
-    MmInfoFields, QueueGeometry, CONSUMER_INDEX_OFFSET, INDEX_MASK_OFFSET, LOG2_ELEM_SIZE_OFFSET,
-    PRODUCER_INDEX_OFFSET, QUEUE_DATA_OFFSET,
+    MmInfoFields, Publish, QueueGeometry, Slot, CONSUMER_INDEX_OFFSET, INDEX_MASK_OFFSET,
+    LOG2_ELEM_SIZE_OFFSET, PRODUCER_INDEX_OFFSET, QUEUE_DATA_OFFSET,
 };
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
@@ -70,6 +70,38 @@ impl SharedQueue {
         buf.store_relaxed(LOG2_ELEM_SIZE_OFFSET, geo.log2_elem_size())?;
         buf.store_relaxed(INDEX_MASK_OFFSET, geo.index_mask())?;
         Ok(Self { buf, geo })
+    }
+
+    /// Returns the queue's geometry.
+    pub(crate) fn geometry(&self) -> QueueGeometry {
+        self.geo
+    }
+
+    /// Consumer side: loads the producer index userspace publishes, with acquire ordering
+    /// (the slots it covers are written). The value is untrusted: check it with the kernel
+    /// index state before use.
+    pub(crate) fn producer_acquire(&self) -> Result<u32> {
+        self.buf.load_acquire(PRODUCER_INDEX_OFFSET)
+    }
+
+    /// Consumer side: copies a slot out of the shared buffer (userspace may change it at any
+    /// time: only the copy is validated and used).
+    pub(crate) fn read_slot(&self, slot: &Slot, out: &mut [u8]) -> Result {
+        let out = out.get_mut(..slot.len).ok_or(EINVAL)?;
+        self.buf.read(slot.offset, out)
+    }
+
+    /// Consumer side: copies the first `out.len()` bytes of a slot (at most the slot).
+    pub(crate) fn read_prefix(&self, slot: &Slot, out: &mut [u8]) -> Result {
+        if out.len() > slot.len {
+            return Err(EINVAL);
+        }
+        self.buf.read(slot.offset, out)
+    }
+
+    /// Consumer side: publishes the kernel's index with release ordering.
+    pub(crate) fn publish(&self, p: Publish) -> Result {
+        self.buf.store_release(p.offset(), p.value)
     }
 
     /// Number of entries waiting for the consumer.

@@ -13,8 +13,11 @@
 //! - `queue.rs`: the rxe shared queue (ring in memory mapped by the user provider).
 //! - `cq.rs`: protection domains and completion queues.
 //! - `mr.rs`: memory regions: pinned user memory and its keys.
-//! - `net.rs`: the receive path (UDP port 4791): attribution, parsing, ICRC, counters.
-//! - `qp.rs`: queue pairs: rings, attribute checks, state (the data path is not wired yet).
+//! - `net.rs`: the receive path (UDP port 4791): attribution, parsing, ICRC, dispatch to the
+//!   QP, port counters.
+//! - `qp.rs`: queue pairs: creation, attribute checks, modify, query, destroy.
+//! - `engine.rs`: a QP's data path: the RC requester, completer and responder driven from
+//!   the shared rings, received packets and the retransmit and RNR timers; transmission.
 //! - `proto/`: the RoCEv2 wire core (headers, opcode table, ICRC, PSN, target selection),
 //!   `core`-only, shared with the host crate `tools/rrxe`.
 //! - `wire.rs`: glue between the wire core and the kernel (ICRC with the kernel's crc32).
@@ -29,6 +32,7 @@ use kernel::rdma::{
 
 mod cq;
 mod device;
+mod engine;
 mod mr;
 mod net;
 mod params;

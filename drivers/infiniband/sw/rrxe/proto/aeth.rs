@@ -29,6 +29,11 @@ macro_rules! code5 {
                 }
             }
 
+            /// Creates a value from the low five bits of `code`.
+            pub const fn from_low_bits(code: u8) -> Self {
+                Self(code & 31)
+            }
+
             /// Returns the 5-bit code.
             pub const fn code(self) -> u8 {
                 self.0

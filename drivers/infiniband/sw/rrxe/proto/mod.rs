@@ -10,6 +10,7 @@
 //! - [`opcode`]: the one opcode table for RC, UC, RD, UD and CNP.
 //! - [`packet`]: whole-packet parser and builder, starting at the BTH (the UDP payload).
 //! - [`crc32`], [`icrc`]: the invariant CRC, generic over the CRC32 implementation.
+//! - [`ip`]: the IP and UDP headers of outgoing packets.
 //! - [`psn`], [`aeth`]: sequence-number arithmetic and ACK syndromes.
 //! - [`rc`]: the Reliable Connected transport as sans-IO state machines.
 //! - [`target`]: which address (WQE SGE or RETH/AtomicETH) and access right a transfer uses.
@@ -34,6 +35,7 @@ pub mod bth;
 pub mod crc32;
 pub mod ext;
 pub mod icrc;
+pub mod ip;
 pub mod opcode;
 pub mod packet;
 pub mod psn;
@@ -44,3 +46,6 @@ pub mod uabi;
 /// Error returned when an output buffer is too short for what is written into it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BufferTooSmall;
+
+/// The IANA UDP port of RoCEv2.
+pub const ROCE_V2_PORT: u16 = 4791;

@@ -269,10 +269,54 @@ fn put<'o>(out: &'o mut [u8], data: &[u8]) -> Result<&'o mut [u8], BufferTooSmal
 /// The BTH pad count is set from the payload length. Compute the ICRC afterwards with
 /// [`super::icrc::generate`].
 pub fn build(spec: &PacketSpec<'_>, out: &mut [u8]) -> Result<usize, BuildError> {
+    let layout = build_headers(spec, spec.payload.len(), out)?;
+    let payload = out
+        .get_mut(layout.payload.clone())
+        .ok_or(BuildError::BufferTooSmall)?;
+    payload.copy_from_slice(spec.payload);
+    let pad_end = layout.len.saturating_sub(ICRC_LEN);
+    let pad = out
+        .get_mut(layout.payload.end..pad_end)
+        .ok_or(BuildError::BufferTooSmall)?;
+    for (dst, src) in pad.iter_mut().zip(spec.pad) {
+        *dst = *src;
+    }
+    Ok(layout.len)
+}
+
+/// Where [`build_headers`] left room for the payload, and the packet's length.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The payload's byte range in the output.
+    pub payload: core::ops::Range<usize>,
+    /// Length of the packet, BTH to ICRC.
+    pub len: usize,
+}
+
+/// Returns the length of a packet with opcode `op` and `payload_len` bytes of payload, from
+/// the BTH to the end of the ICRC, or `None` for an unknown opcode.
+pub fn packet_len(op: super::opcode::Opcode, payload_len: usize) -> Option<usize> {
+    let info = info(op)?;
+    let pad = payload_len.wrapping_neg() % 4;
+    Bth::LEN
+        .checked_add(info.headers.iter().map(|h| h.size()).sum::<usize>())?
+        .checked_add(payload_len)?
+        .checked_add(pad)?
+        .checked_add(ICRC_LEN)
+}
+
+/// Builds the headers of a packet with `payload_len` bytes of payload into `out`, zero pad
+/// bytes and a zero ICRC placeholder, and leaves the payload bytes for the caller to fill in
+/// (so that a payload gathered from memory is copied only once). `spec.payload` is ignored.
+pub fn build_headers(
+    spec: &PacketSpec<'_>,
+    payload_len: usize,
+    out: &mut [u8],
+) -> Result<Layout, BuildError> {
     let op = spec.bth.opcode;
     let info = info(op).ok_or(BuildError::UnknownOpcode(op))?;
-    let pad_len = spec.payload.len().wrapping_neg() % 4;
-    check_payload(info, spec.payload.len(), pad_len).map_err(BuildError::BadPayload)?;
+    let pad_len = payload_len.wrapping_neg() % 4;
+    check_payload(info, payload_len, pad_len).map_err(BuildError::BadPayload)?;
     let bth = BthFields {
         // `pad_len` is below 4.
         pad_count: u8::try_from(pad_len).unwrap_or(0),
@@ -299,13 +343,17 @@ pub fn build(spec: &PacketSpec<'_>, out: &mut [u8]) -> Result<usize, BuildError>
             .get_mut(hdr.size()..)
             .ok_or(BuildError::BufferTooSmall)?;
     }
-    rest = put(rest, spec.payload)?;
-    let mut pad = [0u8; 3];
-    for (dst, src) in pad.iter_mut().zip(spec.pad) {
-        *dst = *src;
-    }
-    rest = put(rest, pad.get(..pad_len).unwrap_or_default())?;
+    let start = total
+        .checked_sub(rest.len())
+        .ok_or(BuildError::BufferTooSmall)?;
+    rest = rest
+        .get_mut(payload_len..)
+        .ok_or(BuildError::BufferTooSmall)?;
+    rest = put(rest, [0u8; 3].get(..pad_len).unwrap_or_default())?;
     rest = put(rest, &[0; ICRC_LEN])?;
     let left = rest.len();
-    total.checked_sub(left).ok_or(BuildError::BufferTooSmall)
+    Ok(Layout {
+        payload: start..start.saturating_add(payload_len),
+        len: total.checked_sub(left).ok_or(BuildError::BufferTooSmall)?,
+    })
 }

@@ -1,0 +1,947 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The data path of a queue pair: the RC state machines of [`crate::proto::rc`] driven from
+//! the shared rings, the wire and the timers.
+//!
+//! Everything a QP does on the data path happens under its engine lock, in one of three
+//! contexts, and runs to completion there (no work items, no packet queues):
+//!
+//! - the send doorbell (`ibv_post_send`, process context with bottom halves disabled) pulls
+//!   new WQEs out of the send queue and transmits what the window allows;
+//! - the receive path (softirq) hands requests to the responder, which places the payload
+//!   and answers, and responses to the completer, which completes WQEs and transmits more;
+//! - the retransmit and RNR timers (softirq) restart transmission.
+//!
+//! Userspace owns the rings' memory and may rewrite a slot at any time, so each WQE is copied
+//! out once, validated ([`uabi::validate_send_wqe`], [`uabi::validate_recv_wqe`]) and only
+//! the copy is used: a send WQE's copy stays in `shadow` until it completes, the receive WQE
+//! being filled in `rwqe`. Every local key in a WQE is resolved against the device's key
+//! table, the QP's protection domain and the region's bounds before any byte moves, and
+//! every remote key of a request from the wire likewise, with the access right the opcode
+//! needs.
+//!
+//! Completions go to the CQ rings under the CQ lock (inside the engine lock); completion
+//! events are raised after the engine lock is dropped.
+
+use crate::device::DevShared;
+use crate::mr::Need;
+use crate::net::Rcvd;
+use crate::params;
+use crate::proto::{
+    aeth::RnrTimer,
+    bth::Qpn,
+    icrc::{self, IpHdr, UDP_LEN},
+    ip::{self, IpParams},
+    opcode::{Op, QpType as WireQpType},
+    packet::{self, Packet, PacketSpec},
+    psn::Psn,
+    rc::{
+        completer::local_ack_timeout_ns,
+        responder::{LocalError, RecvCompletion},
+        PathMtu, Placement, Request, RespOutcome, Responder, ResponderConfig, Response, SendAction,
+        SendWqe as RcWqe, Sender, SenderConfig, TxPacket, WcStatus, WqeHeaders, WrOp,
+    },
+    uabi::{
+        self, Completion, KernelConsumer, LengthCheck, RecvQueueParams, SendData, SendFlags,
+        SendOp, SendQueueParams, SendQueueState, SgeList, WcEx, WrOpcode, MAX_MSG_SIZE,
+    },
+};
+use crate::queue::SharedQueue;
+use crate::wire::kernel_crc32;
+use crate::Rrxe;
+use kernel::alloc::KVVec;
+use kernel::new_spinlock;
+use kernel::prelude::*;
+use kernel::rdma::{
+    cq::CqRef,
+    mr::access,
+    net::{Route, TxBuf},
+    qp::{attr, QpAttrs, QpCaps, QpState},
+    timer::{impl_has_timer, Timer, TimerCallback},
+    BhGuard,
+};
+use kernel::sync::{Arc, SpinLock};
+
+/// Send WQEs a QP keeps in flight (started, not completed): the sender's window in WQEs.
+const SQ_SLOTS: usize = 128;
+
+/// The partition key of every packet: the default partition, full member.
+const PKEY: u16 = 0xffff;
+
+/// What a QP's data path shares between the doorbell, the receive path and its timers.
+///
+/// # Invariants
+///
+/// Only the receive path's table, the QP's verbs object and bounded sections with bottom
+/// halves disabled (softirq, the doorbell) hold references; destroying the QP takes it out
+/// of the table, waits for an RCU grace period and shuts the timers down, so that the verbs
+/// object drops the last reference in process context.
+#[pin_data]
+pub(crate) struct QpShared {
+    // The timers come first: they are shut down before anything they use is dropped.
+    #[pin]
+    rto: Timer<QpShared, 0>,
+    #[pin]
+    rnr: Timer<QpShared, 1>,
+    #[pin]
+    eng: SpinLock<Engine>,
+    qpn: u32,
+    pd_id: u32,
+    ifindex: i32,
+    sig_all: bool,
+    dev: Arc<DevShared>,
+    scq: CqRef<Rrxe>,
+    rcq: CqRef<Rrxe>,
+    sq: SharedQueue,
+    rq: Option<SharedQueue>,
+}
+
+impl_has_timer! {
+    impl HasTimer<0> for QpShared { self.rto }
+    impl HasTimer<1> for QpShared { self.rnr }
+}
+
+/// What the engine lock protects.
+pub(crate) struct Engine {
+    /// Attributes as `modify_qp` set them; `attrs.state` is the QP state.
+    pub(crate) attrs: QpAttrs,
+    /// Capabilities reported at creation.
+    pub(crate) caps: QpCaps,
+    /// Boxed: it is a few kilobytes, too much to move around on the kernel stack.
+    sender: KBox<Sender<SQ_SLOTS>>,
+    resp: Responder,
+    /// Kernel indices of the send queue.
+    sqs: SendQueueState,
+    /// Kernel consumer of the receive queue.
+    rqc: Option<KernelConsumer>,
+    sq_params: SendQueueParams,
+    rq_params: RecvQueueParams,
+    /// Copies of the send WQEs in flight, `SQ_SLOTS` slots of the SQ's element size, used
+    /// as a ring in posting order; `shadow_next` is where the next one goes.
+    shadow: KVVec<u8>,
+    shadow_next: u32,
+    /// Copy of the receive WQE being filled.
+    rwqe: KVVec<u8>,
+    /// Copy of the receive queue's head, while the responder decides on it.
+    stage: KVVec<u8>,
+    /// A posted WQE failed validation: completed with this status once the WQEs before it
+    /// are, then the QP enters ERR.
+    sq_error: Option<WcStatus>,
+    /// Addressing of outgoing packets (from the address vector).
+    ip: IpParams,
+    dest_qpn: Qpn,
+    /// Local ACK timeout in microseconds, if any.
+    timeout_us: Option<u32>,
+    /// IPv4 identification of the next packet.
+    ip_id: u16,
+}
+
+/// Completion events to raise once the engine lock is dropped.
+#[derive(Default)]
+struct Events {
+    scq: bool,
+    rcq: bool,
+}
+
+/// Parameters of a new QP's data path.
+pub(crate) struct QpSetup {
+    pub(crate) qpn: u32,
+    pub(crate) pd_id: u32,
+    pub(crate) ifindex: i32,
+    pub(crate) sig_all: bool,
+    pub(crate) caps: QpCaps,
+    pub(crate) attrs: QpAttrs,
+    pub(crate) dev: Arc<DevShared>,
+    pub(crate) scq: CqRef<Rrxe>,
+    pub(crate) rcq: CqRef<Rrxe>,
+    pub(crate) sq: SharedQueue,
+    pub(crate) rq: Option<SharedQueue>,
+}
+
+fn path_mtu(a: &QpAttrs) -> PathMtu {
+    a.path_mtu
+        .and_then(|m| PathMtu::from_bytes(m.bytes()))
+        .unwrap_or(PathMtu::MTU_1024)
+}
+
+fn sender_config(a: &QpAttrs) -> SenderConfig {
+    SenderConfig::new(Psn::new(a.sq_psn), path_mtu(a), a.retry_cnt, a.rnr_retry)
+}
+
+fn responder_config(a: &QpAttrs) -> ResponderConfig {
+    ResponderConfig {
+        rq_psn: Psn::new(a.rq_psn),
+        mtu: path_mtu(a),
+        min_rnr_timer: RnrTimer::from_low_bits(a.min_rnr_timer),
+        remote_write: a.qp_access_flags & access::REMOTE_WRITE != 0,
+    }
+}
+
+/// Returns a sender in its initial state, allocated directly.
+#[inline(never)]
+fn new_sender(a: &QpAttrs) -> Result<KBox<Sender<SQ_SLOTS>>> {
+    Ok(KBox::new(Sender::new(sender_config(a)), GFP_KERNEL)?)
+}
+
+/// Returns a zeroed buffer of `len` bytes.
+fn zeroed_buf(len: usize) -> Result<KVVec<u8>> {
+    Ok(KVVec::from_elem(0u8, len, GFP_KERNEL)?)
+}
+
+/// The work request id of a WQE slot copy (its first eight bytes), for flushing a WQE that
+/// may not validate.
+fn raw_wr_id(slot: &[u8]) -> u64 {
+    slot.first_chunk::<8>()
+        .map_or(0, |b| u64::from_le_bytes(*b))
+}
+
+/// Calls `f(va, lkey, range)` for each piece of `[offset, offset + len)` of a scatter/gather
+/// list, where `range` is the piece's place in a buffer of `len` bytes. Fails if the list is
+/// shorter than `offset + len`.
+fn walk_sges(
+    sges: SgeList<'_>,
+    mut offset: u32,
+    len: usize,
+    mut f: impl FnMut(u64, u32, core::ops::Range<usize>) -> Result,
+) -> Result {
+    let mut pos = 0usize;
+    for sge in sges.iter() {
+        if pos == len {
+            break;
+        }
+        if offset >= sge.length {
+            offset = offset.wrapping_sub(sge.length);
+            continue;
+        }
+        let avail = usize::try_from(sge.length.wrapping_sub(offset))?;
+        let n = avail.min(len.wrapping_sub(pos));
+        let end = pos.wrapping_add(n);
+        f(sge.addr.wrapping_add(u64::from(offset)), sge.lkey, pos..end)?;
+        pos = end;
+        offset = 0;
+    }
+    if pos == len {
+        Ok(())
+    } else {
+        Err(EINVAL)
+    }
+}
+
+impl QpShared {
+    /// Creates the data path of a new QP, in the RESET state.
+    pub(crate) fn new(s: QpSetup) -> Result<Arc<Self>> {
+        let sq_geo = s.sq.geometry();
+        let sq_elem = sq_geo.elem_size();
+        let rq_elem = s.rq.as_ref().map_or(0, |q| q.geometry().elem_size());
+        let eng = Engine {
+            sender: new_sender(&s.attrs)?,
+            resp: Responder::new(responder_config(&s.attrs)),
+            sqs: SendQueueState::new(sq_geo),
+            rqc: s.rq.as_ref().map(|q| KernelConsumer::new(q.geometry())),
+            sq_params: SendQueueParams {
+                qp_type: WireQpType::Rc,
+                max_sge: s.caps.max_send_sge,
+                max_inline: s.caps.max_inline_data,
+                max_msg_size: MAX_MSG_SIZE,
+                length_check: LengthCheck::SgeSum,
+                allow_embedded_av: false,
+                gid_table_len: params::GID_TABLE_LEN,
+            },
+            rq_params: RecvQueueParams {
+                max_sge: s.caps.max_recv_sge,
+                max_msg_size: MAX_MSG_SIZE,
+                length_check: LengthCheck::SgeSum,
+            },
+            shadow: zeroed_buf(SQ_SLOTS.checked_mul(sq_elem).ok_or(EINVAL)?)?,
+            shadow_next: 0,
+            rwqe: zeroed_buf(rq_elem)?,
+            stage: zeroed_buf(rq_elem)?,
+            sq_error: None,
+            ip: IpParams::default(),
+            dest_qpn: Qpn::new(0),
+            timeout_us: None,
+            ip_id: 0,
+            attrs: s.attrs,
+            caps: s.caps,
+        };
+        Ok(Arc::pin_init(
+            try_pin_init!(Self {
+                rto <- Timer::new(c"rrxe_qp_rto", kernel::static_lock_class!()),
+                rnr <- Timer::new(c"rrxe_qp_rnr", kernel::static_lock_class!()),
+                eng <- new_spinlock!(eng, "rrxe_qp"),
+                qpn: s.qpn,
+                pd_id: s.pd_id,
+                ifindex: s.ifindex,
+                sig_all: s.sig_all,
+                dev: s.dev,
+                scq: s.scq,
+                rcq: s.rcq,
+                sq: s.sq,
+                rq: s.rq,
+            }),
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Returns the QP number.
+    pub(crate) fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// Returns whether every send WQE completes (`IB_SIGNAL_ALL_WR`).
+    pub(crate) fn sig_all(&self) -> bool {
+        self.sig_all
+    }
+
+    /// Stops the timers for good and waits for running callbacks (QP destruction, after
+    /// the QP left the receive path's table and an RCU grace period passed).
+    pub(crate) fn shutdown(&self) {
+        self.rto.shutdown();
+        self.rnr.shutdown();
+    }
+
+    /// Runs `f` on the engine, with bottom halves disabled, then raises the completion
+    /// events it produced.
+    fn with_engine<R>(&self, f: impl FnOnce(&Self, &mut Engine, &mut Events) -> R) -> R {
+        let mut ev = Events::default();
+        let r = {
+            let _bh = BhGuard::new();
+            let mut e = self.eng.lock();
+            f(self, &mut e, &mut ev)
+        };
+        self.raise(ev);
+        r
+    }
+
+    fn raise(&self, ev: Events) {
+        if ev.scq {
+            self.scq.completion_event();
+        }
+        if ev.rcq {
+            self.rcq.completion_event();
+        }
+    }
+
+    /// Returns the attributes, capabilities (for `query_qp`).
+    pub(crate) fn query(&self) -> (QpAttrs, QpCaps) {
+        let _bh = BhGuard::new();
+        let e = self.eng.lock();
+        (e.attrs, e.caps)
+    }
+
+    /// Applies checked `modify_qp` attributes: `merge` copies them into the current ones and
+    /// the state transition to `next` starts, stops or flushes the state machines.
+    pub(crate) fn modify(
+        &self,
+        check: impl FnOnce(&QpAttrs) -> Result<QpState>,
+        merge: impl FnOnce(&mut QpAttrs),
+    ) -> Result {
+        self.with_engine(|this, e, ev| {
+            let next = check(&e.attrs)?;
+            let cur = e.attrs.state.unwrap_or(QpState::Reset);
+            merge(&mut e.attrs);
+            e.attrs.state = Some(next);
+            let a = e.attrs;
+            if a.mask & attr::TIMEOUT != 0 || e.timeout_us.is_none() {
+                e.timeout_us = local_ack_timeout_ns(a.timeout)
+                    .map(|ns| u32::try_from(ns / 1000).unwrap_or(u32::MAX));
+            }
+            match (cur, next) {
+                (_, QpState::Reset) => this.reset(e),
+                (QpState::Init, QpState::Rtr) => {
+                    e.resp.reset(responder_config(&a));
+                    e.dest_qpn = Qpn::new(a.dest_qp_num);
+                    e.ip = IpParams {
+                        src: a.ah.sgid,
+                        dst: a.ah.dgid,
+                        traffic_class: a.ah.traffic_class,
+                        hop_limit: if a.ah.hop_limit == 0 {
+                            64
+                        } else {
+                            a.ah.hop_limit
+                        },
+                        flow_label: a.ah.flow_label,
+                        sport: ip::udp_sport(this.qpn),
+                    };
+                }
+                (QpState::Rtr, QpState::Rts) => e.sender.reset(sender_config(&a)),
+                (QpState::Rts, QpState::Sqd) => e.sender.set_sq_drain(true),
+                (QpState::Sqd, QpState::Rts) => {
+                    e.sender.set_sq_drain(false);
+                    this.pump(e, ev);
+                }
+                (_, QpState::Err) => this.enter_error(e, ev),
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+
+    /// Back to RESET: every queue is emptied without completions.
+    fn reset(&self, e: &mut Engine) {
+        self.rto.stop();
+        self.rnr.stop();
+        e.sender.reset(sender_config(&e.attrs));
+        e.resp.reset(responder_config(&e.attrs));
+        e.sq_error = None;
+        e.shadow_next = 0;
+        if let Ok(prod) = self.sq.producer_acquire() {
+            if let Ok(p) = e.sqs.drain(prod) {
+                let _ = self.sq.publish(p);
+            }
+        }
+        if let (Some(rq), Some(rqc)) = (&self.rq, &mut e.rqc) {
+            if let Ok(prod) = rq.producer_acquire() {
+                if let Ok(p) = rqc.drain(prod) {
+                    let _ = rq.publish(p);
+                }
+            }
+        }
+    }
+
+    /// The send doorbell (`ibv_post_send`): start the WQEs userspace posted.
+    pub(crate) fn doorbell(&self) -> Result {
+        self.with_engine(|this, e, ev| match e.attrs.state {
+            Some(QpState::Rts | QpState::Sqd) => {
+                this.pump(e, ev);
+                Ok(())
+            }
+            Some(QpState::Err) => {
+                this.flush_queues(e, ev);
+                Ok(())
+            }
+            // As the C driver: posting before RTS is an error.
+            _ => Err(EINVAL),
+        })
+    }
+
+    /// Moves posted WQEs into the sender, transmits what it allows and carries out its
+    /// actions, until nothing is left to do.
+    fn pump(&self, e: &mut Engine, ev: &mut Events) {
+        self.fill_sender(e);
+        while let Some(p) = e.sender.next_packet() {
+            let stat = match self.send_request(e, &p) {
+                Ok(()) if p.retransmit => Rcvd::Retransmits,
+                Ok(()) => Rcvd::SentPkts,
+                // A packet that cannot be sent is lost: the retransmit timer recovers.
+                Err(_) => Rcvd::SendErrors,
+            };
+            self.dev.stats.inc(stat);
+        }
+        self.drain_actions(e, ev);
+        if e.sq_error.is_some() && e.sender.is_idle() {
+            self.fail_sq_head(e, ev);
+        }
+    }
+
+    /// Copies, validates and posts the WQEs userspace added to the send queue.
+    fn fill_sender(&self, e: &mut Engine) {
+        while e.sq_error.is_none() && e.sender.has_room() {
+            let Ok(prod) = self.sq.producer_acquire() else {
+                return;
+            };
+            let slot = match e.sqs.next_to_start(prod) {
+                Ok(Some(slot)) => slot,
+                Ok(None) => return,
+                Err(_) => {
+                    // An impossible producer index: the ring is corrupt.
+                    e.sq_error = Some(WcStatus::LocQpOpErr);
+                    return;
+                }
+            };
+            let id = e.shadow_next;
+            let elem = e.sqs.geometry().elem_size();
+            let Some(copy) = shadow_slot_mut(&mut e.shadow, id, elem) else {
+                return;
+            };
+            if self.sq.read_slot(&slot, copy).is_err() {
+                e.sq_error = Some(WcStatus::LocQpOpErr);
+                return;
+            }
+            let wqe = match self.check_send_wqe(copy, &e.sq_params) {
+                Ok(w) => w,
+                Err(status) => {
+                    e.sq_error = Some(status);
+                    return;
+                }
+            };
+            if e.sender.post(RcWqe { id, ..wqe }).is_err() {
+                e.sq_error = Some(WcStatus::LocQpOpErr);
+                return;
+            }
+            if e.sqs.mark_started(prod).is_err() {
+                e.sq_error = Some(WcStatus::LocQpOpErr);
+                return;
+            }
+            e.shadow_next = id.wrapping_add(1) % SQ_SLOTS as u32;
+        }
+    }
+
+    /// Validates a send WQE copy for this QP and every local key it names.
+    fn check_send_wqe(
+        &self,
+        copy: &[u8],
+        p: &SendQueueParams,
+    ) -> core::result::Result<RcWqe, WcStatus> {
+        let wqe = uabi::validate_send_wqe(copy, p).map_err(|e| e.send_status())?;
+        let op = match wqe.opcode() {
+            WrOpcode::Send => WrOp::Send,
+            WrOpcode::SendWithImm => WrOp::SendWithImm,
+            WrOpcode::SendWithInv => WrOp::SendWithInv,
+            WrOpcode::RdmaWrite => WrOp::Write,
+            WrOpcode::RdmaWriteWithImm => WrOp::WriteWithImm,
+            // READ, atomics and local operations are not carried out yet.
+            _ => return Err(WcStatus::LocQpOpErr),
+        };
+        if let SendData::Sges(sges) = wqe.data() {
+            let len = usize::try_from(wqe.length()).map_err(|_| WcStatus::LocLenErr)?;
+            walk_sges(sges, 0, len, |va, lkey, r| {
+                let n = u32::try_from(r.len())?;
+                self.dev
+                    .mr(lkey)
+                    .and_then(|mr| mr.check(self.pd_id, va, n, Need::LocalRead))
+                    .map(|_| ())
+                    .ok_or(EINVAL)
+            })
+            .map_err(|_| WcStatus::LocProtErr)?;
+        }
+        Ok(RcWqe {
+            id: 0,
+            op,
+            len: wqe.length(),
+            solicited: wqe.flags().contains(SendFlags::SOLICITED),
+        })
+    }
+
+    /// Builds and transmits one request packet of a WQE in flight.
+    fn send_request(&self, e: &mut Engine, p: &TxPacket) -> Result {
+        let elem = e.sqs.geometry().elem_size();
+        let copy = shadow_slot(&e.shadow, p.id, elem).ok_or(EINVAL)?;
+        let wqe = uabi::validate_send_wqe(copy, &e.sq_params).map_err(|_| EINVAL)?;
+        let hdrs = match *wqe.op() {
+            SendOp::Send {
+                imm,
+                invalidate_rkey,
+                ..
+            } => WqeHeaders {
+                imm_or_inv: imm.or(invalidate_rkey).unwrap_or(0),
+                ..WqeHeaders::default()
+            },
+            SendOp::Write { remote, imm } => WqeHeaders {
+                remote_va: remote.addr,
+                rkey: remote.rkey,
+                imm_or_inv: imm.unwrap_or(0),
+                ..WqeHeaders::default()
+            },
+            _ => return Err(EINVAL),
+        };
+        let spec = p.spec(e.dest_qpn, PKEY, &hdrs, &[]);
+        let len = usize::try_from(p.len)?;
+        let id = e.ip_id;
+        e.ip_id = id.wrapping_add(1);
+        self.xmit(&e.ip, id, &spec, len, |out| match wqe.data() {
+            SendData::Inline(bytes) => {
+                let start = usize::try_from(p.offset)?;
+                let src = start
+                    .checked_add(out.len())
+                    .and_then(|end| bytes.get(start..end))
+                    .ok_or(EINVAL)?;
+                out.copy_from_slice(src);
+                Ok(())
+            }
+            SendData::Sges(sges) => self.gather(sges, p.offset, out),
+            SendData::None => Ok(()),
+        })
+    }
+
+    /// Copies `out.len()` bytes at `offset` of a scatter/gather list into `out`.
+    fn gather(&self, sges: SgeList<'_>, offset: u32, out: &mut [u8]) -> Result {
+        walk_sges(sges, offset, out.len(), |va, lkey, r| {
+            let piece = out.get_mut(r).ok_or(EINVAL)?;
+            let n = u32::try_from(piece.len())?;
+            let mr = self.dev.mr(lkey).ok_or(EINVAL)?;
+            let off = mr.check(self.pd_id, va, n, Need::LocalRead).ok_or(EINVAL)?;
+            mr.read(off, piece)
+        })
+    }
+
+    /// Builds a packet around `spec` with a payload of `payload_len` bytes that `fill`
+    /// writes in place, and transmits it.
+    fn xmit(
+        &self,
+        ip: &IpParams,
+        id: u16,
+        spec: &PacketSpec<'_>,
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result,
+    ) -> Result {
+        let body_len = packet::packet_len(spec.bth.opcode, payload_len).ok_or(EINVAL)?;
+        let route = if ip.is_ipv4() {
+            Route::ipv4(self.ifindex, ip::v4_of(&ip.src), ip::v4_of(&ip.dst))?
+        } else {
+            Route::ipv6(self.ifindex, ip.src, ip.dst)?
+        };
+        let ip_len = ip.ip_len();
+        let hdr_len = ip_len.wrapping_add(UDP_LEN);
+        let mut buf = TxBuf::new(&route, ip_len, hdr_len.checked_add(body_len).ok_or(EINVAL)?)?;
+        let data = buf.data_mut();
+        ip.write(data, body_len, id).map_err(|_| EINVAL)?;
+        let (hdrs, body) = data.split_at_mut_checked(hdr_len).ok_or(EINVAL)?;
+        let layout = packet::build_headers(spec, payload_len, body).map_err(|_| EINVAL)?;
+        fill(body.get_mut(layout.payload).ok_or(EINVAL)?)?;
+        let (iph, udp) = hdrs.split_at_checked(ip_len).ok_or(EINVAL)?;
+        let iph = if ip.is_ipv4() {
+            IpHdr::V4(iph)
+        } else {
+            IpHdr::V6(iph)
+        };
+        icrc::generate(&kernel_crc32, iph, udp, body).map_err(|_| EINVAL)?;
+        buf.send(&route)
+    }
+
+    /// Carries out what the sender asks for: completions, timers, the error state.
+    fn drain_actions(&self, e: &mut Engine, ev: &mut Events) {
+        while let Some(a) = e.sender.poll() {
+            match a {
+                SendAction::Complete(c) => self.complete_send(e, ev, c.id, c.status),
+                SendAction::ArmRetransmitTimer => {
+                    if let Some(us) = e.timeout_us {
+                        self.rto.arm_after_us(us);
+                    }
+                }
+                SendAction::StopRetransmitTimer => self.rto.stop(),
+                SendAction::ArmRnrTimer(t) => self.rnr.arm_after_us(t.micros()),
+                SendAction::EnterError => self.enter_error(e, ev),
+            }
+        }
+    }
+
+    /// Completes the oldest send WQE in flight (whose copy is shadow slot `id`).
+    fn complete_send(&self, e: &mut Engine, ev: &mut Events, id: u32, status: WcStatus) {
+        let elem = e.sqs.geometry().elem_size();
+        if let Some(copy) = shadow_slot(&e.shadow, id, elem) {
+            let cqe = match uabi::validate_send_wqe(copy, &e.sq_params) {
+                Ok(w) if status == WcStatus::Success => w
+                    .signaled(self.sig_all)
+                    .then(|| Completion::send_success(&w, self.qpn)),
+                _ => Some(Completion::send_error(raw_wr_id(copy), status, self.qpn)),
+            };
+            if let Some(c) = cqe {
+                self.post_cqe(ev, true, &c, false);
+            }
+        }
+        if let Ok(p) = e.sqs.complete_oldest() {
+            let _ = self.sq.publish(p);
+        }
+    }
+
+    /// Completes the send WQE that failed validation, with its status, and enters ERR.
+    fn fail_sq_head(&self, e: &mut Engine, ev: &mut Events) {
+        let Some(status) = e.sq_error.take() else {
+            return;
+        };
+        if let Ok(prod) = self.sq.producer_acquire() {
+            if let Ok(Some(slot)) = e.sqs.next_to_start(prod) {
+                let mut hdr = [0u8; 8];
+                let wr_id = match self.sq.read_prefix(&slot, &mut hdr) {
+                    Ok(()) => raw_wr_id(&hdr),
+                    Err(_) => 0,
+                };
+                let c = Completion::send_error(wr_id, status, self.qpn);
+                self.post_cqe(ev, true, &c, false);
+                if e.sqs.mark_started(prod).is_ok() {
+                    if let Ok(p) = e.sqs.complete_oldest() {
+                        let _ = self.sq.publish(p);
+                    }
+                }
+            }
+        }
+        self.enter_error(e, ev);
+    }
+
+    /// Writes a completion into the send (`send`) or receive CQ.
+    fn post_cqe(&self, ev: &mut Events, send: bool, c: &Completion, solicited: bool) {
+        let mut bytes = [0u8; uabi::UVERBS_WC_LEN];
+        if c.write(&mut bytes).is_err() {
+            return;
+        }
+        let cq = if send { &self.scq } else { &self.rcq };
+        if cq.data().post(&bytes, solicited) {
+            if send {
+                ev.scq = true;
+            } else {
+                ev.rcq = true;
+            }
+        }
+    }
+
+    /// Moves the QP to ERR: every WQE in flight or posted completes with
+    /// [`WcStatus::WrFlushErr`] (after the completions already due).
+    fn enter_error(&self, e: &mut Engine, ev: &mut Events) {
+        e.attrs.state = Some(QpState::Err);
+        self.rto.stop();
+        self.rnr.stop();
+        e.sender.flush();
+        while let Some(a) = e.sender.poll() {
+            if let SendAction::Complete(c) = a {
+                self.complete_send(e, ev, c.id, c.status);
+            }
+        }
+        if e.resp.flush() {
+            let c = Completion::send_error(raw_wr_id(&e.rwqe), WcStatus::WrFlushErr, self.qpn);
+            self.post_cqe(ev, false, &c, false);
+        }
+        self.flush_queues(e, ev);
+    }
+
+    /// Completes every posted, not started WQE of both queues with
+    /// [`WcStatus::WrFlushErr`] (in ERR).
+    fn flush_queues(&self, e: &mut Engine, ev: &mut Events) {
+        let mut hdr = [0u8; 8];
+        while let Ok(prod) = self.sq.producer_acquire() {
+            let Ok(Some(slot)) = e.sqs.next_to_start(prod) else {
+                break;
+            };
+            let wr_id = match self.sq.read_prefix(&slot, &mut hdr) {
+                Ok(()) => raw_wr_id(&hdr),
+                Err(_) => 0,
+            };
+            if e.sqs.mark_started(prod).is_err() {
+                break;
+            }
+            let c = Completion::send_error(wr_id, WcStatus::WrFlushErr, self.qpn);
+            self.post_cqe(ev, true, &c, false);
+            if let Ok(p) = e.sqs.complete_oldest() {
+                let _ = self.sq.publish(p);
+            }
+        }
+        let (Some(rq), Some(rqc)) = (&self.rq, &mut e.rqc) else {
+            return;
+        };
+        while let Ok(prod) = rq.producer_acquire() {
+            let Ok(Some(slot)) = rqc.head(prod) else {
+                break;
+            };
+            let wr_id = match rq.read_prefix(&slot, &mut hdr) {
+                Ok(()) => raw_wr_id(&hdr),
+                Err(_) => 0,
+            };
+            let Ok(p) = rqc.advance(prod) else {
+                break;
+            };
+            let _ = rq.publish(p);
+            let c = Completion::send_error(wr_id, WcStatus::WrFlushErr, self.qpn);
+            self.post_cqe(ev, false, &c, false);
+        }
+    }
+
+    /// Takes a packet for this QP from the receive path (softirq); `src` is the IP source
+    /// address as a GID. Returns whether the QP accepted it.
+    pub(crate) fn receive(&self, pkt: &Packet<'_>, src: &[u8; 16]) -> bool {
+        let mut ev = Events::default();
+        let taken = {
+            let mut e = self.eng.lock();
+            let e = &mut *e;
+            let is_request = pkt.opcode().info().is_some_and(|i| i.is_request());
+            // RC: only the connected peer is heard.
+            if pkt.bth.pkey() & 0x7fff != PKEY & 0x7fff || &e.ip.dst != src {
+                false
+            } else if is_request {
+                self.on_request(e, &mut ev, pkt)
+            } else {
+                self.on_response(e, &mut ev, pkt)
+            }
+        };
+        self.raise(ev);
+        taken
+    }
+
+    fn on_request(&self, e: &mut Engine, ev: &mut Events, pkt: &Packet<'_>) -> bool {
+        if !matches!(
+            e.attrs.state,
+            Some(QpState::Rtr | QpState::Rts | QpState::Sqd)
+        ) {
+            return false;
+        }
+        let req = Request::from_packet(pkt);
+        let consumes = pkt.opcode().info().is_some_and(|i| i.consumes_rwqe());
+        let mut prod = 0;
+        let recv_len = if consumes {
+            match self.peek_recv(e) {
+                Ok(Some((len, p))) => {
+                    prod = p;
+                    Some(len)
+                }
+                Ok(None) => None,
+                Err(()) => {
+                    self.enter_error(e, ev);
+                    return false;
+                }
+            }
+        } else {
+            None
+        };
+        let out = e.resp.on_request(&req, recv_len);
+        if out
+            .reply
+            .is_some_and(|r| matches!(r.syndrome, crate::proto::aeth::Syndrome::RnrNak(_)))
+        {
+            self.dev.stats.inc(Rcvd::RnrNaksSent);
+        }
+        if out.begin_recv {
+            // The head was validated into `stage`; it becomes the current receive WQE.
+            core::mem::swap(&mut e.rwqe, &mut e.stage);
+            if let Some(rqc) = &mut e.rqc {
+                if let (Some(rq), Ok(p)) = (&self.rq, rqc.advance(prod)) {
+                    let _ = rq.publish(p);
+                }
+            }
+        }
+        let placed = match out.placement {
+            None => Ok(()),
+            Some(Placement::Recv { offset }) => self
+                .scatter(e, offset, pkt.payload)
+                .map_err(|_| LocalError::RecvProtection),
+            Some(Placement::Remote { va, rkey }) => self
+                .write_remote(va, rkey, pkt.payload)
+                .map_err(|_| LocalError::RemoteAccess),
+        };
+        let out = match placed {
+            Ok(()) => out,
+            Err(le) => e.resp.on_local_error(le),
+        };
+        self.finish_request(e, ev, &out);
+        true
+    }
+
+    /// Carries out the completion, reply and error of a responder outcome.
+    fn finish_request(&self, e: &mut Engine, ev: &mut Events, out: &RespOutcome) {
+        if let Some(rc) = out.complete {
+            self.complete_recv(e, ev, &rc);
+        }
+        if let Some(reply) = out.reply {
+            let spec = reply.spec(e.dest_qpn, PKEY);
+            let id = e.ip_id;
+            e.ip_id = id.wrapping_add(1);
+            let stat = match self.xmit(&e.ip, id, &spec, 0, |_| Ok(())) {
+                Ok(()) => Rcvd::SentPkts,
+                Err(_) => Rcvd::SendErrors,
+            };
+            self.dev.stats.inc(stat);
+        }
+        if out.fatal {
+            self.enter_error(e, ev);
+        }
+    }
+
+    fn complete_recv(&self, e: &mut Engine, ev: &mut Events, rc: &RecvCompletion) {
+        let wr_id = raw_wr_id(&e.rwqe);
+        let c = if rc.status == WcStatus::Success {
+            let ex = match (rc.imm, rc.inv_rkey) {
+                (Some(imm), _) => WcEx::Imm(imm),
+                (None, Some(rkey)) => WcEx::Invalidate(rkey),
+                (None, None) => WcEx::None,
+            };
+            Completion::recv_success(wr_id, self.qpn, rc.byte_len, rc.rdma_with_imm, ex, 0, 1)
+        } else {
+            Completion::send_error(wr_id, rc.status, self.qpn)
+        };
+        self.post_cqe(ev, false, &c, rc.solicited);
+    }
+
+    /// Copies the receive queue's head into `stage` and validates it: `Ok(None)` if the
+    /// queue is empty, else its length and the producer index it was read under. `Err` if
+    /// the queue or the WQE is corrupt (the QP enters ERR).
+    fn peek_recv(&self, e: &mut Engine) -> core::result::Result<Option<(u32, u32)>, ()> {
+        let (Some(rq), Some(rqc)) = (&self.rq, &e.rqc) else {
+            return Ok(None);
+        };
+        let prod = rq.producer_acquire().map_err(|_| ())?;
+        let Some(slot) = rqc.head(prod).map_err(|_| ())? else {
+            return Ok(None);
+        };
+        rq.read_slot(&slot, &mut e.stage).map_err(|_| ())?;
+        let w = uabi::validate_recv_wqe(&e.stage, &e.rq_params).map_err(|_| ())?;
+        Ok(Some((w.length(), prod)))
+    }
+
+    /// Scatters `data` into the current receive WQE at byte `offset`.
+    fn scatter(&self, e: &Engine, offset: u32, data: &[u8]) -> Result {
+        let w = uabi::validate_recv_wqe(&e.rwqe, &e.rq_params).map_err(|_| EINVAL)?;
+        walk_sges(w.sges(), offset, data.len(), |va, lkey, r| {
+            let piece = data.get(r).ok_or(EINVAL)?;
+            let n = u32::try_from(piece.len())?;
+            let mr = self.dev.mr(lkey).ok_or(EINVAL)?;
+            let off = mr
+                .check(self.pd_id, va, n, Need::LocalWrite)
+                .ok_or(EINVAL)?;
+            mr.write(off, piece)
+        })
+    }
+
+    /// Writes an RDMA WRITE payload at a wire-named address, checked against the rkey.
+    fn write_remote(&self, va: u64, rkey: u32, data: &[u8]) -> Result {
+        let n = u32::try_from(data.len())?;
+        let mr = self.dev.mr(rkey).ok_or(EINVAL)?;
+        let off = mr
+            .check(self.pd_id, va, n, Need::RemoteWrite)
+            .ok_or(EINVAL)?;
+        mr.write(off, data)
+    }
+
+    fn on_response(&self, e: &mut Engine, ev: &mut Events, pkt: &Packet<'_>) -> bool {
+        if !matches!(e.attrs.state, Some(QpState::Rts | QpState::Sqd)) {
+            return false;
+        }
+        let Some(r) = Response::from_packet(pkt) else {
+            return false;
+        };
+        if pkt.opcode().info().is_some_and(|i| i.op != Op::Ack) {
+            // READ responses and atomic ACKs come with the READ and atomic requests.
+            return false;
+        }
+        e.sender.on_response(&r);
+        self.pump(e, ev);
+        true
+    }
+}
+
+/// Returns shadow slot `id`.
+fn shadow_slot(shadow: &[u8], id: u32, elem: usize) -> Option<&[u8]> {
+    let start = usize::try_from(id).ok()?.checked_mul(elem)?;
+    shadow.get(start..start.checked_add(elem)?)
+}
+
+/// Returns shadow slot `id` for writing.
+fn shadow_slot_mut(shadow: &mut [u8], id: u32, elem: usize) -> Option<&mut [u8]> {
+    let start = usize::try_from(id).ok()?.checked_mul(elem)?;
+    shadow.get_mut(start..start.checked_add(elem)?)
+}
+
+impl TimerCallback<0> for QpShared {
+    /// The local ACK timeout expired: go back to the oldest unacknowledged PSN.
+    fn timer_fired(this: &Self) {
+        let mut ev = Events::default();
+        {
+            let mut e = this.eng.lock();
+            let e = &mut *e;
+            e.sender.on_retransmit_timeout();
+            this.pump(e, &mut ev);
+        }
+        this.raise(ev);
+    }
+}
+
+impl TimerCallback<1> for QpShared {
+    /// The RNR wait is over: resend from the PSN the responder could not take.
+    fn timer_fired(this: &Self) {
+        let mut ev = Events::default();
+        {
+            let mut e = this.eng.lock();
+            let e = &mut *e;
+            e.sender.on_rnr_timeout();
+            this.pump(e, &mut ev);
+        }
+        this.raise(ev);
+    }
+}

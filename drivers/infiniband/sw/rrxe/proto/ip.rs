@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The IP and UDP headers of outgoing RoCEv2 packets.
+//!
+//! rrxe writes these headers itself because the ICRC covers them: the IPv4 identification,
+//! addresses and lengths (and the IPv6 addresses and payload length) must be final before the
+//! ICRC is computed. The IP layer's local output fills in nothing that the ICRC covers: it
+//! writes the IPv4 total length (the value written here) and header checksum (masked).
+//!
+//! The fields follow the C driver (`prepare_ipv4_hdr()`, `prepare_ipv6_hdr()`,
+//! `prepare_udp_hdr()`): IPv4 with Don't Fragment and no options, the UDP checksum zero (the
+//! ICRC protects the payload), and the UDP source port derived from the QP number.
+
+use super::icrc::UDP_LEN;
+use super::BufferTooSmall;
+
+/// Length of an IPv4 header without options.
+pub const IPV4_LEN: usize = 20;
+
+/// Length of an IPv6 header.
+pub const IPV6_LEN: usize = 40;
+
+/// IP protocol number of UDP.
+const IPPROTO_UDP: u8 = 17;
+
+/// The addressing of an outgoing packet (from the QP's address vector).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IpParams {
+    /// Source and destination addresses: IPv4 when both are IPv4-mapped GIDs.
+    pub src: [u8; 16],
+    /// Destination address.
+    pub dst: [u8; 16],
+    /// Traffic class (IPv6) or TOS (IPv4).
+    pub traffic_class: u8,
+    /// Hop limit (IPv6) or TTL (IPv4).
+    pub hop_limit: u8,
+    /// IPv6 flow label (20 bits).
+    pub flow_label: u32,
+    /// UDP source port.
+    pub sport: u16,
+}
+
+/// Returns `true` if `gid` is an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
+pub fn is_v4_mapped(gid: &[u8; 16]) -> bool {
+    matches!(gid, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, ..])
+}
+
+/// Returns the IPv4 address of an IPv4-mapped GID.
+pub fn v4_of(gid: &[u8; 16]) -> [u8; 4] {
+    let [.., a, b, c, d] = *gid;
+    [a, b, c, d]
+}
+
+impl IpParams {
+    /// Returns `true` if the packet goes out as IPv4.
+    pub fn is_ipv4(&self) -> bool {
+        is_v4_mapped(&self.dst)
+    }
+
+    /// Returns the length of the IP header.
+    pub fn ip_len(&self) -> usize {
+        if self.is_ipv4() {
+            IPV4_LEN
+        } else {
+            IPV6_LEN
+        }
+    }
+
+    /// Writes the IP and UDP headers of a datagram whose UDP payload (BTH to ICRC) is
+    /// `payload_len` bytes into the start of `out`; `id` is the IPv4 identification.
+    /// Returns the length of the two headers.
+    pub fn write(
+        &self,
+        out: &mut [u8],
+        payload_len: usize,
+        id: u16,
+    ) -> Result<usize, BufferTooSmall> {
+        let udp_len = payload_len.checked_add(UDP_LEN).ok_or(BufferTooSmall)?;
+        let udp_len16 = u16::try_from(udp_len).map_err(|_| BufferTooSmall)?;
+        let ip_len = self.ip_len();
+        let (ip, rest) = out.split_at_mut_checked(ip_len).ok_or(BufferTooSmall)?;
+        if self.is_ipv4() {
+            let total = u16::try_from(udp_len.checked_add(IPV4_LEN).ok_or(BufferTooSmall)?)
+                .map_err(|_| BufferTooSmall)?;
+            let [t0, t1] = total.to_be_bytes();
+            let [i0, i1] = id.to_be_bytes();
+            let [s0, s1, s2, s3] = v4_of(&self.src);
+            let [d0, d1, d2, d3] = v4_of(&self.dst);
+            let mut h = [
+                0x45,
+                self.traffic_class,
+                t0,
+                t1,
+                i0,
+                i1,
+                0x40, // Don't Fragment.
+                0,
+                self.hop_limit,
+                IPPROTO_UDP,
+                0,
+                0,
+                s0,
+                s1,
+                s2,
+                s3,
+                d0,
+                d1,
+                d2,
+                d3,
+            ];
+            let [c0, c1] = ipv4_checksum(&h).to_be_bytes();
+            let [.., x, y, _, _, _, _, _, _, _, _] = &mut h;
+            *x = c0;
+            *y = c1;
+            ip.copy_from_slice(&h);
+        } else {
+            let word = 0x6000_0000u32
+                | u32::from(self.traffic_class).wrapping_shl(20)
+                | (self.flow_label & 0xf_ffff);
+            let mut h = [0u8; IPV6_LEN];
+            let (first, addrs) = h.split_at_mut(8);
+            let [w0, w1, w2, w3] = word.to_be_bytes();
+            let [l0, l1] = udp_len16.to_be_bytes();
+            first.copy_from_slice(&[w0, w1, w2, w3, l0, l1, IPPROTO_UDP, self.hop_limit]);
+            let (src, dst) = addrs.split_at_mut(16);
+            src.copy_from_slice(&self.src);
+            dst.copy_from_slice(&self.dst);
+            ip.copy_from_slice(&h);
+        }
+        let [s0, s1] = self.sport.to_be_bytes();
+        let [p0, p1] = super::ROCE_V2_PORT.to_be_bytes();
+        let [l0, l1] = udp_len16.to_be_bytes();
+        rest.get_mut(..UDP_LEN)
+            .ok_or(BufferTooSmall)?
+            .copy_from_slice(&[s0, s1, p0, p1, l0, l1, 0, 0]);
+        ip_len.checked_add(UDP_LEN).ok_or(BufferTooSmall)
+    }
+}
+
+/// Returns the IPv4 header checksum of `h` (whose checksum field is zero).
+fn ipv4_checksum(h: &[u8; IPV4_LEN]) -> u16 {
+    let sum = h
+        .chunks_exact(2)
+        .filter_map(|w| w.first_chunk::<2>())
+        .map(|w| u32::from(u16::from_be_bytes(*w)))
+        .fold(0u32, u32::wrapping_add);
+    let folded = (sum & 0xffff).wrapping_add(sum.wrapping_shr(16));
+    let folded = (folded & 0xffff).wrapping_add(folded.wrapping_shr(16));
+    // At most 17 bits were folded into 16.
+    !(folded as u16)
+}
+
+/// Returns the UDP source port of a QP's packets, as the C driver picks it:
+/// `0xc000 + hash_32(qpn, 14)`.
+pub fn udp_sport(qpn: u32) -> u16 {
+    let hash = qpn.wrapping_mul(0x61c8_8647).wrapping_shr(18);
+    // `hash` has 14 bits.
+    0xc000 | (hash as u16)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::proto::{crc32::crc32_le, icrc, packet};
+
+    fn v4(a: [u8; 4]) -> [u8; 16] {
+        let mut g = [0u8; 16];
+        g[10] = 0xff;
+        g[11] = 0xff;
+        g[12..].copy_from_slice(&a);
+        g
+    }
+
+    #[test]
+    fn ipv4_header_checksums_to_zero_and_icrc_verifies() {
+        let p = IpParams {
+            src: v4([192, 0, 2, 1]),
+            dst: v4([192, 0, 2, 2]),
+            hop_limit: 64,
+            sport: udp_sport(17),
+            ..IpParams::default()
+        };
+        let body = [0u8; 16];
+        let mut out = [0u8; 64];
+        let n = p.write(&mut out, body.len(), 7).unwrap();
+        assert_eq!(n, 28);
+        let hdr: &[u8; 20] = out[..20].try_into().unwrap();
+        let mut z = *hdr;
+        z[10] = 0;
+        z[11] = 0;
+        assert_eq!(ipv4_checksum(&z), u16::from_be_bytes([hdr[10], hdr[11]]));
+        assert_eq!(&out[2..4], &44u16.to_be_bytes());
+        assert_eq!(&out[22..24], &4791u16.to_be_bytes());
+        assert_eq!(&out[24..26], &24u16.to_be_bytes());
+        assert!(udp_sport(17) >= 0xc000);
+        // A packet built on these headers verifies.
+        let spec = packet::PacketSpec {
+            bth: crate::proto::bth::BthFields {
+                opcode: crate::proto::opcode::Opcode::RC_SEND_ONLY,
+                pkey: 0xffff,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut pkt = [0u8; 64];
+        let len = packet::build(&spec, &mut pkt[28..]).unwrap();
+        pkt[..28].copy_from_slice(&out[..28]);
+        let (ip, rest) = pkt.split_at_mut(20);
+        let (udp, payload) = rest.split_at_mut(8);
+        icrc::generate(&crc32_le, icrc::IpHdr::V4(ip), udp, &mut payload[..len]).unwrap();
+        icrc::verify(&crc32_le, icrc::IpHdr::V4(ip), udp, &payload[..len]).unwrap();
+    }
+
+    #[test]
+    fn ipv6_header_fields() {
+        let mut src = [0u8; 16];
+        src[0] = 0xfe;
+        src[1] = 0x80;
+        src[15] = 1;
+        let mut dst = src;
+        dst[15] = 2;
+        let p = IpParams {
+            src,
+            dst,
+            traffic_class: 0xa0,
+            flow_label: 0x12345,
+            hop_limit: 1,
+            sport: 0xc123,
+        };
+        assert!(!p.is_ipv4());
+        let mut out = [0u8; 48];
+        assert_eq!(p.write(&mut out, 100, 0), Ok(48));
+        assert_eq!(&out[..4], &[0x6a, 0x01, 0x23, 0x45]);
+        assert_eq!(&out[4..6], &108u16.to_be_bytes());
+        assert_eq!(out[6], 17);
+        assert_eq!(out[7], 1);
+        assert_eq!(&out[8..24], &src);
+        assert_eq!(&out[24..40], &dst);
+        assert_eq!(p.write(&mut out[..47], 100, 0), Err(BufferTooSmall));
+    }
+
+    #[test]
+    fn build_headers_leaves_the_payload_and_matches_build() {
+        let payload = [0xabu8; 13];
+        let spec = packet::PacketSpec {
+            bth: crate::proto::bth::BthFields {
+                opcode: crate::proto::opcode::Opcode::RC_SEND_ONLY_WITH_IMMEDIATE,
+                pkey: 0xffff,
+                ..Default::default()
+            },
+            immdt: Some(crate::proto::ext::ImmDtFields { imm: 5 }),
+            payload: &payload,
+            ..Default::default()
+        };
+        let mut a = [0u8; 64];
+        let n = packet::build(&spec, &mut a).unwrap();
+        let mut b = [0x55u8; 64];
+        let l = packet::build_headers(&spec, payload.len(), &mut b).unwrap();
+        assert_eq!(l.len, n);
+        assert_eq!(Some(n), packet::packet_len(spec.bth.opcode, payload.len()));
+        b[l.payload.clone()].copy_from_slice(&payload);
+        assert_eq!(&a[..n], &b[..n]);
+    }
+}
