@@ -25,7 +25,7 @@ fi
 
 modprobe rdma_rrxe || die "modprobe"
 rdma link add rrxe0 type rrxe netdev eth0 || die "rdma link add"
-for c in rcvd_pkts rcvd_icrc_err rcvd_malformed rcvd_unknown_qp rcvd_unhandled; do
+for c in rcvd_pkts rcvd_icrc_err rcvd_malformed rcvd_unknown_qp rcvd_dropped; do
 	eval "before_$c=$(counter $c)"
 done
 timeout 60 nc -l -p 4001 >/dev/null || die "no word from guest b"
@@ -35,7 +35,7 @@ expect_delta valid_packets_counted rcvd_pkts "$before_rcvd_pkts" 3
 expect_delta unknown_qp_counted rcvd_unknown_qp "$before_rcvd_unknown_qp" 3
 expect_delta bad_icrc_counted rcvd_icrc_err "$before_rcvd_icrc_err" 2
 expect_delta malformed_counted rcvd_malformed "$before_rcvd_malformed" 3
-expect_delta nothing_unhandled rcvd_unhandled "$before_rcvd_unhandled" 0
+expect_delta nothing_dropped rcvd_dropped "$before_rcvd_dropped" 0
 rdma statistic show link rrxe0/1
 if rmmod rdma_rrxe; then ok rmmod_after_injection; else bad rmmod_after_injection rmmod; fi
 if dmesg_check; then ok dmesg_clean; else bad dmesg_clean dmesg_check; fi
