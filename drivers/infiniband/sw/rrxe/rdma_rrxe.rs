@@ -39,6 +39,7 @@ mod params;
 pub mod proto;
 mod qp;
 mod queue;
+mod rc_kunit;
 mod wire;
 
 use device::Rrxe;
