@@ -88,26 +88,27 @@ impl RrxeCq {
         }))
     }
 
-    /// Appends a completion entry; returns whether a completion event is due (the CQ was
-    /// armed for the next completion, or for a solicited one and this one is).
+    /// Appends a completion entry; returns whether it was (the queue was not full) and
+    /// whether a completion event is due (the CQ was armed for the next completion, or for a
+    /// solicited one and this one is).
     ///
     /// # Context
     ///
     /// Softirq, or bottom halves disabled (the data path).
-    pub(crate) fn post(&self, cqe: &[u8], solicited: bool) -> bool {
+    pub(crate) fn post(&self, cqe: &[u8], solicited: bool) -> (bool, bool) {
         let mut st = self.state.lock();
         if st.queue.push(cqe).is_err() {
             // A full CQ loses the completion: the consumer polls too slowly for the queue
             // it sized (IBA 11.4.2.1 makes this a CQ error; rxe drops it as well).
             st.overflows = st.overflows.wrapping_add(1);
-            return false;
+            return (false, false);
         }
         let fire = st.notify & NotifyFlags::NEXT_COMP != 0
             || (solicited && st.notify & NotifyFlags::SOLICITED != 0);
         if fire {
             st.notify = 0;
         }
-        fire
+        (true, fire)
     }
 
     /// Arms the completion event; returns whether completions are already waiting and the

@@ -640,6 +640,7 @@ impl QpShared {
         let Some(status) = e.sq_error.take() else {
             return;
         };
+        self.dev.stats.inc(Rcvd::BadWqes);
         if let Ok(prod) = self.sq.producer_acquire() {
             if let Ok(Some(slot)) = e.sqs.next_to_start(prod) {
                 let mut hdr = [0u8; 8];
@@ -666,7 +667,13 @@ impl QpShared {
             return;
         }
         let cq = if send { &self.scq } else { &self.rcq };
-        if cq.data().post(&bytes, solicited) {
+        let (posted, fire) = cq.data().post(&bytes, solicited);
+        self.dev.stats.inc(if posted {
+            Rcvd::Completions
+        } else {
+            Rcvd::CqOverflows
+        });
+        if fire {
             if send {
                 ev.scq = true;
             } else {

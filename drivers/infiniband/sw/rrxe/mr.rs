@@ -24,6 +24,10 @@ const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
     | access::REMOTE_ATOMIC
     | access::MW_BIND;
 
+/// `IB_ACCESS_OPTIONAL`: hints (relaxed ordering and the range reserved for more) that a
+/// device may ignore, as the core expects drivers to (perftest asks for relaxed ordering).
+const OPTIONAL_ACCESS: u32 = ((1 << 29) - 1) & !((1 << 20) - 1);
+
 /// What the data path needs of a memory region.
 ///
 /// Shared between the region and the device's key table; dropping the last reference
@@ -95,7 +99,7 @@ pub(crate) struct RrxeMr {
 impl RrxeMr {
     /// Registers user memory (`ibv_reg_mr`).
     pub(crate) fn reg_user(pd: &Pd<Rrxe>, req: &UserMrReq) -> Result<(MrKeys, Self)> {
-        if req.access & !SUPPORTED_ACCESS != 0 {
+        if req.access & !(SUPPORTED_ACCESS | OPTIONAL_ACCESS) != 0 {
             return Err(EOPNOTSUPP);
         }
         let dev = pd.device();

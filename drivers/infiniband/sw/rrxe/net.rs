@@ -44,9 +44,15 @@ pub(crate) enum Rcvd {
     SendErrors,
     /// RNR NAKs sent: a SEND arrived with no receive WQE posted.
     RnrNaksSent,
+    /// Completions written to CQs.
+    Completions,
+    /// Completions lost because their CQ was full.
+    CqOverflows,
+    /// Work requests userspace posted that failed validation (completed in error).
+    BadWqes,
 }
 
-const NUM_STATS: usize = 9;
+const NUM_STATS: usize = 12;
 
 /// The names of the port counters.
 pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
@@ -59,6 +65,9 @@ pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
     StatDesc::new(c"retransmits"),
     StatDesc::new(c"send_errors"),
     StatDesc::new(c"rnr_naks_sent"),
+    StatDesc::new(c"completions"),
+    StatDesc::new(c"cq_overflows"),
+    StatDesc::new(c"bad_wqes"),
 ];
 
 /// The port counters of a device.
