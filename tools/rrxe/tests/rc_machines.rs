@@ -113,6 +113,7 @@ fn wqe(id: u32, op: WrOp, len: u32) -> SendWqe {
         op,
         len,
         solicited: true,
+        fence: false,
     }
 }
 
@@ -140,6 +141,8 @@ fn resp(psn: u32, syndrome: Syndrome) -> Response {
         psn: Psn::new(psn),
         syndrome,
         msn: Msn::new(0),
+        payload_len: 0,
+        atomic_orig: None,
     }
 }
 
@@ -306,7 +309,6 @@ fn write_carries_reth_on_first_packet_only() {
 #[test]
 fn post_limits() {
     let mut s: Sender<2> = Sender::new(SenderConfig::new(Psn::new(0), MTU, 7, 7));
-    assert_eq!(s.post(wqe(0, WrOp::Read, 8)), Err(PostError::Unsupported));
     assert_eq!(
         s.post(wqe(0, WrOp::Send, (1 << 31) + 1)),
         Err(PostError::TooLong)
@@ -562,6 +564,9 @@ fn responder(psn: u32) -> Responder {
         mtu: MTU,
         min_rnr_timer: RnrTimer::new(12).unwrap(),
         remote_write: true,
+        remote_read: true,
+        remote_atomic: true,
+        max_dest_rd_atomic: 4,
     })
 }
 
@@ -798,6 +803,9 @@ fn rdma_write_placement() {
         mtu: MTU,
         min_rnr_timer: RnrTimer::new(1).unwrap(),
         remote_write: false,
+        remote_read: true,
+        remote_atomic: true,
+        max_dest_rd_atomic: 4,
     });
     let mut only = req(Opcode::RC_RDMA_WRITE_ONLY, 0, 4, false);
     only.reth = Some((0, 1, 4));

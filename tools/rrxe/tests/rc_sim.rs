@@ -13,8 +13,8 @@ use rrxe_proto::opcode::QpType;
 use rrxe_proto::packet::{self, PacketSpec};
 use rrxe_proto::psn::Psn;
 use rrxe_proto::rc::{
-    Completion, PathMtu, Placement, Request, Responder, ResponderConfig, Response, SendAction,
-    SendWqe, Sender, SenderConfig, WcStatus, WqeHeaders, WrOp,
+    Completion, Deliver, PathMtu, Placement, Request, Responder, ResponderConfig, Response,
+    SendAction, SendWqe, Sender, SenderConfig, WcStatus, WqeHeaders, WrOp,
 };
 
 /// Deterministic xorshift64* generator.
@@ -42,21 +42,27 @@ impl Prng {
     }
 }
 
-/// A one-way link: drops, duplicates and delays (hence reorders) packets.
+/// A one-way link: drops, duplicates and delays packets; with `reorder`, each packet gets
+/// its own delay (so packets overtake each other), else the link stays in order (one path,
+/// as RoCE assumes).
 struct Link {
     loss_pm: u32,
     dup_pm: u32,
     max_delay: u64,
+    reorder: bool,
+    last_at: u64,
     queue: Vec<(u64, u64, Vec<u8>)>,
     seq: u64,
 }
 
 impl Link {
-    fn new(loss_pm: u32, dup_pm: u32, max_delay: u64) -> Self {
+    fn new(loss_pm: u32, dup_pm: u32, max_delay: u64, reorder: bool) -> Self {
         Self {
             loss_pm,
             dup_pm,
             max_delay,
+            reorder,
+            last_at: 0,
             queue: Vec::new(),
             seq: 0,
         }
@@ -68,7 +74,11 @@ impl Link {
             if rng.chance(self.loss_pm) {
                 continue;
             }
-            let at = now + 1 + rng.below(self.max_delay);
+            let mut at = now + 1 + rng.below(self.max_delay);
+            if !self.reorder {
+                at = at.max(self.last_at);
+                self.last_at = at;
+            }
             self.seq += 1;
             self.queue.push((at, self.seq, bytes.clone()));
         }
@@ -108,6 +118,9 @@ struct Msg {
 
 const REMOTE_VA: u64 = 0x7000_0000;
 const RKEY: u32 = 0x1234;
+/// Offset of the 8-byte counter that FETCH_ADDs target, and its initial value.
+const COUNTER_OFF: usize = 1 << 19;
+const COUNTER_INIT: u64 = 0x1000_0000_0000;
 
 #[derive(Clone, Debug)]
 struct SimCfg {
@@ -116,6 +129,8 @@ struct SimCfg {
     rev_loss_pm: u32,
     dup_pm: u32,
     max_delay: u64,
+    /// Packets may overtake each other.
+    reorder: bool,
     mtu: PathMtu,
     sq_psn: u32,
     retry_cnt: u8,
@@ -141,6 +156,7 @@ impl SimCfg {
             rev_loss_pm: 0,
             dup_pm: 0,
             max_delay: 4,
+            reorder: false,
             mtu: PathMtu::MTU_256,
             sq_psn: 100,
             retry_cnt: 7,
@@ -159,6 +175,10 @@ impl SimCfg {
 
 #[derive(Debug, Default)]
 struct SimResult {
+    /// What READs brought back and FETCH_ADDs returned, per message.
+    local: Vec<Vec<u8>>,
+    /// Times each atomic was executed at the responder (never twice).
+    atomic_execs: u32,
     /// Received SEND payloads and WRITE-with-immediate completions: (bytes, imm).
     delivered: Vec<(Vec<u8>, Option<u32>)>,
     completions: Vec<Completion>,
@@ -178,34 +198,58 @@ struct SimResult {
 
 fn run(cfg: &SimCfg) -> SimResult {
     let mut rng = Prng::new(cfg.seed);
-    let mut fwd = Link::new(cfg.fwd_loss_pm, cfg.dup_pm, cfg.max_delay);
-    let mut rev = Link::new(cfg.rev_loss_pm, cfg.dup_pm, cfg.max_delay);
-    let mut snd: Sender<16> = Sender::new(SenderConfig::new(
-        Psn::new(cfg.sq_psn),
-        cfg.mtu,
-        cfg.retry_cnt,
-        cfg.rnr_retry,
-    ));
+    let mut fwd = Link::new(cfg.fwd_loss_pm, cfg.dup_pm, cfg.max_delay, cfg.reorder);
+    let mut rev = Link::new(cfg.rev_loss_pm, cfg.dup_pm, cfg.max_delay, cfg.reorder);
+    let mut snd: Sender<16> = Sender::new(
+        SenderConfig::new(Psn::new(cfg.sq_psn), cfg.mtu, cfg.retry_cnt, cfg.rnr_retry)
+            .with_max_rd_atomic(4),
+    );
     let mut rsp = Responder::new(ResponderConfig {
         rq_psn: Psn::new(cfg.sq_psn),
         mtu: cfg.mtu,
         min_rnr_timer: RnrTimer::new(cfg.rnr_code).unwrap(),
         remote_write: true,
+        remote_read: true,
+        remote_atomic: true,
+        max_dest_rd_atomic: 4,
     });
     let mut res = SimResult {
         remote_mem: vec![0; 1 << 20],
+        local: vec![Vec::new(); cfg.msgs.len()],
         ..SimResult::default()
     };
+    // What the READs will read.
+    for m in &cfg.msgs {
+        if m.op == WrOp::Read {
+            let off = m.remote_off as usize;
+            res.remote_mem[off..off + m.data.len()].copy_from_slice(&m.data);
+        }
+    }
+    res.remote_mem[COUNTER_OFF..COUNTER_OFF + 8].copy_from_slice(&COUNTER_INIT.to_le_bytes());
+    for (l, m) in res.local.iter_mut().zip(&cfg.msgs) {
+        *l = vec![0; m.data.len()];
+    }
     let mut rq: VecDeque<u32> = (0..cfg.recv_initial).map(|_| cfg.recv_cap).collect();
     let mut cur_recv: Option<Vec<u8>> = None;
     let mut next_post = 0usize;
     let mut rto_at: Option<u64> = None;
     let mut rnr_at: Option<u64> = None;
-    let hdrs = |m: &Msg| WqeHeaders {
-        remote_va: REMOTE_VA + m.remote_off,
-        rkey: RKEY,
-        imm_or_inv: m.imm,
-        ..WqeHeaders::default()
+    let hdrs = |m: &Msg| {
+        if m.op == WrOp::FetchAdd {
+            WqeHeaders {
+                remote_va: REMOTE_VA + COUNTER_OFF as u64,
+                rkey: RKEY,
+                swap_add: u64::from(m.imm),
+                ..WqeHeaders::default()
+            }
+        } else {
+            WqeHeaders {
+                remote_va: REMOTE_VA + m.remote_off,
+                rkey: RKEY,
+                imm_or_inv: m.imm,
+                ..WqeHeaders::default()
+            }
+        }
     };
 
     let mut now = 0u64;
@@ -254,6 +298,29 @@ fn run(cfg: &SimCfg) -> SimResult {
             if let Some(reply) = out.reply {
                 rev.send(&mut rng, now, build(&reply.spec(Qpn::new(0x11), 0xffff)));
             }
+            if let Some(rd) = out.read {
+                assert_eq!(rd.rkey, RKEY);
+                let base = (rd.va - REMOTE_VA) as usize;
+                for i in 0..rd.packets(cfg.mtu) {
+                    let r = rd.response(i, cfg.mtu);
+                    let off = base + r.offset as usize;
+                    let payload = res.remote_mem[off..off + r.len as usize].to_vec();
+                    let spec = r.spec(Qpn::new(0x11), 0xffff, rd.msn, &payload);
+                    rev.send(&mut rng, now, build(&spec));
+                }
+            }
+            if let Some(a) = out.atomic {
+                let off = (a.va - REMOTE_VA) as usize;
+                let word: &mut [u8; 8] = (&mut res.remote_mem[off..off + 8]).try_into().unwrap();
+                let orig = u64::from_le_bytes(*word);
+                *word = a.op.apply(orig).to_le_bytes();
+                res.atomic_execs += 1;
+                let reply = rsp.atomic_done(orig);
+                rev.send(&mut rng, now, build(&reply.spec(Qpn::new(0x11), 0xffff)));
+            }
+            if let Some(reply) = out.atomic_reply {
+                rev.send(&mut rng, now, build(&reply.spec(Qpn::new(0x11), 0xffff)));
+            }
             if out.fatal {
                 res.responder_fatal = true;
             }
@@ -262,10 +329,26 @@ fn run(cfg: &SimCfg) -> SimResult {
         for bytes in rev.due(now) {
             let pkt = packet::parse_for(&bytes, QpType::Rc).expect("parse response");
             let r = Response::from_packet(&pkt).expect("AETH");
+            if r.opcode
+                .info()
+                .is_some_and(|i| i.op == rrxe_proto::opcode::Op::ReadResponse)
+            {
+                res.psns_seen.push(r.psn.get());
+            }
             match r.syndrome {
                 Syndrome::RnrNak(_) => res.rnr_naks += 1,
                 Syndrome::Nak(_) => res.seq_naks += 1,
                 Syndrome::Ack(_) => {}
+            }
+            match snd.check_response(&r) {
+                Some(Deliver::ReadData { id, offset }) => {
+                    let o = offset as usize;
+                    res.local[id as usize][o..o + pkt.payload.len()].copy_from_slice(pkt.payload);
+                }
+                Some(Deliver::AtomicOrig { id, orig }) => {
+                    res.local[id as usize].copy_from_slice(&orig.to_le_bytes());
+                }
+                None => {}
             }
             snd.on_response(&r);
         }
@@ -287,6 +370,7 @@ fn run(cfg: &SimCfg) -> SimResult {
                 op: m.op,
                 len: m.data.len() as u32,
                 solicited: false,
+                fence: false,
             })
             .expect("post");
             next_post += 1;
@@ -313,7 +397,11 @@ fn run(cfg: &SimCfg) -> SimResult {
             let outstanding = p.psn.next().diff(snd.unacked_psn()) as u32;
             res.max_outstanding = res.max_outstanding.max(outstanding);
             let m = &cfg.msgs[p.id as usize];
-            let payload = &m.data[p.offset as usize..(p.offset + p.len) as usize];
+            let payload = if m.op.has_payload() {
+                &m.data[p.offset as usize..(p.offset + p.len) as usize]
+            } else {
+                &[][..]
+            };
             let spec = p.spec(Qpn::new(0x22), 0xffff, &hdrs(m), payload);
             fwd.send(&mut rng, now, build(&spec));
             sent += 1;
@@ -335,9 +423,13 @@ fn msg(op: WrOp, len: usize, tag: u8, remote_off: u64) -> Msg {
     }
 }
 
-/// A mix of SEND, SEND with immediate, RDMA WRITE and WRITE with immediate, of lengths
-/// from 0 to several MTUs.
+/// A mix of SEND, SEND with immediate, RDMA WRITE and WRITE with immediate (and with
+/// `rd_atomic`, RDMA READ and FETCH_ADD), of lengths from 0 to several MTUs.
 fn workload(rng: &mut Prng, n: usize, mtu: u32) -> Vec<Msg> {
+    workload_ops(rng, n, mtu, true)
+}
+
+fn workload_ops(rng: &mut Prng, n: usize, mtu: u32, rd_atomic: bool) -> Vec<Msg> {
     let mut off = 0u64;
     (0..n)
         .map(|i| {
@@ -352,7 +444,10 @@ fn workload(rng: &mut Prng, n: usize, mtu: u32) -> Vec<Msg> {
                 WrOp::SendWithImm,
                 WrOp::Write,
                 WrOp::WriteWithImm,
-            ][rng.below(4) as usize];
+                WrOp::Read,
+                WrOp::FetchAdd,
+            ][rng.below(if rd_atomic { 6 } else { 4 }) as usize];
+            let len = if op == WrOp::FetchAdd { 8 } else { len };
             let m = msg(op, len, i as u8, off);
             off += len as u64;
             m
@@ -378,7 +473,9 @@ fn check_delivery(cfg: &SimCfg, res: &SimResult) {
     assert!(
         !res.sender_error,
         "sender error: {:?}",
-        res.completions.last()
+        res.completions
+            .iter()
+            .find(|c| c.status != WcStatus::Success)
     );
     assert!(!res.responder_fatal);
     let ids: Vec<u32> = res.completions.iter().map(|c| c.id).collect();
@@ -391,7 +488,8 @@ fn check_delivery(cfg: &SimCfg, res: &SimResult) {
     for (i, (got, want)) in res.delivered.iter().zip(&want).enumerate() {
         assert!(got == want, "message {i} differs");
     }
-    for m in &cfg.msgs {
+    let mut counter = COUNTER_INIT;
+    for (i, m) in cfg.msgs.iter().enumerate() {
         if matches!(m.op, WrOp::Write | WrOp::WriteWithImm) {
             let off = m.remote_off as usize;
             assert!(
@@ -399,7 +497,32 @@ fn check_delivery(cfg: &SimCfg, res: &SimResult) {
                 "WRITE data"
             );
         }
+        if m.op == WrOp::Read {
+            if res.local[i] != m.data {
+                let d = res.local[i].iter().zip(&m.data).position(|(a, b)| a != b);
+                panic!(
+                    "READ {i} data: len {} first diff {:?} got {:?} want {:?} remote {:?}",
+                    m.data.len(),
+                    d,
+                    &res.local[i][510..520],
+                    &m.data[510..520],
+                    &res.remote_mem[m.remote_off as usize + 510..m.remote_off as usize + 520]
+                );
+            }
+        }
+        if m.op == WrOp::FetchAdd {
+            // Executed once each, in order: each sees the sum of the ones before.
+            assert_eq!(res.local[i], counter.to_le_bytes(), "FETCH_ADD {i} result");
+            counter = counter.wrapping_add(u64::from(m.imm));
+        }
     }
+    let n_atomic = cfg.msgs.iter().filter(|m| m.op == WrOp::FetchAdd).count() as u32;
+    assert_eq!(res.atomic_execs, n_atomic, "atomics executed exactly once");
+    assert_eq!(
+        res.remote_mem[COUNTER_OFF..COUNTER_OFF + 8],
+        counter.to_le_bytes(),
+        "counter"
+    );
 }
 
 #[test]
@@ -428,13 +551,13 @@ fn lossy_link_delivers_everything() {
 fn psn_wraps_around() {
     let mut rng = Prng::new(3);
     let mut cfg = SimCfg::new(3, workload(&mut rng, 60, 256));
-    cfg.sq_psn = 0xff_ff80;
+    cfg.sq_psn = 0xff_ffc0;
     cfg.fwd_loss_pm = 30;
     cfg.rev_loss_pm = 30;
     cfg.max_delay = 6;
     let res = run(&cfg);
     check_delivery(&cfg, &res);
-    assert!(res.psns_seen.iter().any(|&p| p >= 0xff_ff80));
+    assert!(res.psns_seen.iter().any(|&p| p >= 0xff_ffc0));
     assert!(res.psns_seen.iter().any(|&p| p < 0x100), "no wrap");
 }
 
@@ -530,10 +653,13 @@ proptest! {
         mtu in prop::sample::select(vec![256u32, 512, 1024, 4096]),
         near_wrap in any::<bool>(),
         n in 1usize..40,
+        reorder in any::<bool>(),
     ) {
         let mut rng = Prng::new(seed);
         let mtu = PathMtu::from_bytes(mtu).unwrap();
-        let mut cfg = SimCfg::new(seed, workload(&mut rng, n, mtu.bytes()));
+        // Go-back-N READs over a reordering link cost retries; they are covered in order.
+        let mut cfg = SimCfg::new(seed, workload_ops(&mut rng, n, mtu.bytes(), !reorder));
+        cfg.reorder = reorder;
         cfg.mtu = mtu;
         cfg.fwd_loss_pm = loss;
         cfg.rev_loss_pm = rev_loss;

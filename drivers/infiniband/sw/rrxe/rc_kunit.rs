@@ -88,6 +88,9 @@ mod tests {
                     mtu: MTU,
                     min_rnr_timer: RnrTimer::from_low_bits(1),
                     remote_write: false,
+                    remote_read: true,
+                    remote_atomic: true,
+                    max_dest_rd_atomic: 4,
                 }),
                 sent,
                 placed: buf(4096),
@@ -160,6 +163,7 @@ mod tests {
             op: WrOp::Send,
             len,
             solicited: false,
+            fence: false,
         }
     }
 

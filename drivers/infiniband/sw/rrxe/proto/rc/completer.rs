@@ -34,40 +34,93 @@
 //! - An RNR NAK implicitly acknowledges the PSNs before it (IBA 9.7.5.1.4), which rxe does
 //!   not apply.
 //!
+//! RDMA READ and atomic WQEs complete only by their responses (IBA 9.7.5.1.3): READ
+//! response packets must arrive in PSN order (the first one may implicitly acknowledge the
+//! PSNs before it), and an atomic ACKnowledge carries the original value. [`Sender::check_response`]
+//! tells the caller where a response's data goes before [`Sender::on_response`] takes it;
+//! if placing fails, [`Sender::on_local_error`] fails the WQE instead. An ACK or NAK can
+//! never complete a READ or atomic: one whose PSN lies beyond an incomplete READ or atomic
+//! means its responses were lost, and transmission restarts from it.
+//!
 //! The MSN of the AETH is not used: completion is by PSN, as in rxe.
 
-use super::super::aeth::{NakCode, RnrTimer, Syndrome};
-use super::super::opcode::Opcode;
+use super::super::aeth::{Credits, NakCode, RnrTimer, Syndrome};
+use super::super::opcode::{Op, Opcode, Position};
 use super::super::packet::Packet;
 use super::super::psn::{Msn, Psn};
-use super::requester::{Sender, WrOp};
+use super::requester::{Sender, Slot, WrOp};
 use super::WcStatus;
 
-/// The AETH-carrying part of a received response packet.
+/// The header values of a received response packet: an ACK, NAK or RNR NAK, a READ
+/// response or an atomic ACK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Response {
-    /// Opcode (`RC_ACKNOWLEDGE`; READ responses and atomic ACKs are not handled yet).
+    /// Opcode.
     pub opcode: Opcode,
     /// BTH PSN.
     pub psn: Psn,
-    /// Decoded AETH syndrome.
+    /// Decoded AETH syndrome (an ACK for a READ response MIDDLE, which has no AETH).
     pub syndrome: Syndrome,
     /// AETH MSN.
     pub msn: Msn,
+    /// Payload length (READ responses).
+    pub payload_len: u32,
+    /// Original value (atomic ACKs).
+    pub atomic_orig: Option<u64>,
 }
 
 impl Response {
-    /// Extracts the response fields of a parsed packet, or `None` if it has no AETH or a
-    /// reserved syndrome (such packets are dropped).
+    /// A plain ACK for `psn` (for tests and simulations).
+    pub fn ack(psn: Psn) -> Self {
+        Self {
+            opcode: Opcode::RC_ACKNOWLEDGE,
+            psn,
+            syndrome: Syndrome::Ack(Credits::INVALID),
+            msn: Msn::default(),
+            payload_len: 0,
+            atomic_orig: None,
+        }
+    }
+
+    /// Extracts the response fields of a parsed packet, or `None` if it is not a response,
+    /// lacks its AETH or has a reserved syndrome (such packets are dropped).
     pub fn from_packet(pkt: &Packet<'_>) -> Option<Self> {
-        let aeth = pkt.aeth?;
+        let info = pkt.opcode().info()?;
+        let (syndrome, msn) = match (pkt.aeth, info.op) {
+            (Some(a), Op::Ack | Op::AtomicAck | Op::ReadResponse) => {
+                (a.decode_syndrome().ok()?, a.msn())
+            }
+            (None, Op::ReadResponse) => (Syndrome::Ack(Credits::INVALID), Msn::default()),
+            _ => return None,
+        };
         Some(Self {
             opcode: pkt.opcode(),
             psn: pkt.bth.psn(),
-            syndrome: aeth.decode_syndrome().ok()?,
-            msn: aeth.msn(),
+            syndrome,
+            msn,
+            payload_len: u32::try_from(pkt.payload.len()).unwrap_or(u32::MAX),
+            atomic_orig: pkt.atomic_ack_eth.map(|h| h.orig()),
         })
     }
+}
+
+/// Where the data of a READ response or atomic ACK goes, from [`Sender::check_response`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deliver {
+    /// The payload goes to byte `offset` of WQE `id`'s scatter list.
+    ReadData {
+        /// The WQE's [`super::SendWqe::id`].
+        id: u32,
+        /// Byte offset in the WQE's data.
+        offset: u32,
+    },
+    /// The original value (8 bytes, host order) goes to the start of WQE `id`'s scatter list.
+    AtomicOrig {
+        /// The WQE's [`super::SendWqe::id`].
+        id: u32,
+        /// The value before the operation.
+        orig: u64,
+    },
 }
 
 /// A send work completion, in posting order.
@@ -109,9 +162,85 @@ pub fn local_ack_timeout_ns(t: u8) -> Option<u64> {
 }
 
 impl<const N: usize> Sender<N> {
-    /// Processes a response (ACK, NAK or RNR NAK) from the responder.
+    /// Returns where the data of a READ response or atomic ACK goes, if the sender would
+    /// take it now; `None` for any other response, or one it would drop.
+    pub fn check_response(&self, r: &Response) -> Option<Deliver> {
+        if self.dead {
+            return None;
+        }
+        let op = r.opcode.info()?.op;
+        let p = r.psn;
+        if p.diff(self.una) < 0 || p.diff(self.max_sent) >= 0 {
+            return None;
+        }
+        let slot = self.slot_of(p)?;
+        let idx = p.diff(slot.first_psn).unsigned_abs();
+        // In order: the next PSN, or the first of a READ or atomic, which implicitly
+        // acknowledges the PSNs before it, but never an earlier READ or atomic.
+        if (p != self.una && idx != 0) || self.ack_limit().is_some_and(|l| p.diff(l) > 0) {
+            return None;
+        }
+        match (op, slot.wqe.op) {
+            (Op::ReadResponse, WrOp::Read) => {
+                let first = idx == 0;
+                let last = idx.wrapping_add(1) >= slot.npsn;
+                let position = r.opcode.info()?.position;
+                // A READ retried from its middle is answered FIRST (or ONLY) from there on.
+                let pos_ok = match position {
+                    Position::Only => last,
+                    Position::First => !last,
+                    Position::Middle => !first && !last,
+                    Position::Last => !first && last,
+                };
+                let offset = self.cfg.mtu.offset_of(idx);
+                let expect = if last {
+                    slot.wqe.len.saturating_sub(offset)
+                } else {
+                    self.cfg.mtu.bytes()
+                };
+                (pos_ok && r.payload_len == expect && matches!(r.syndrome, Syndrome::Ack(_)))
+                    .then_some(Deliver::ReadData {
+                        id: slot.wqe.id,
+                        offset,
+                    })
+            }
+            (Op::AtomicAck, WrOp::CompareSwap | WrOp::FetchAdd) => {
+                match (r.syndrome, r.atomic_orig) {
+                    (Syndrome::Ack(_), Some(orig)) => Some(Deliver::AtomicOrig {
+                        id: slot.wqe.id,
+                        orig,
+                    }),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Placing the data of a response accepted by [`Sender::check_response`] failed (the
+    /// WQE's local memory is not writable): the PSNs before it are acknowledged, the WQE
+    /// completes with `status` and the QP enters the error state.
+    pub fn on_local_error(&mut self, r: &Response, status: WcStatus) {
+        if self.dead {
+            return;
+        }
+        self.ack_through(r.psn, true);
+        self.fail(status);
+    }
+
+    /// Processes a response (ACK, NAK, RNR NAK, READ response or atomic ACK).
     pub fn on_response(&mut self, r: &Response) {
-        if self.dead || r.opcode != Opcode::RC_ACKNOWLEDGE {
+        if self.dead {
+            return;
+        }
+        let Some(info) = r.opcode.info() else {
+            return;
+        };
+        if matches!(info.op, Op::ReadResponse | Op::AtomicAck) {
+            self.on_data_response(r);
+            return;
+        }
+        if info.op != Op::Ack {
             return;
         }
         let p = r.psn;
@@ -122,11 +251,15 @@ impl<const N: usize> Sender<N> {
         match r.syndrome {
             Syndrome::Ack(_) => {
                 if sent {
-                    self.ack_through(p.next());
+                    let lost = self.lost_responses(p.next());
+                    self.ack_through(p.next(), false);
+                    if lost {
+                        self.retry(false);
+                    }
                 }
             }
             Syndrome::Nak(NakCode::PsnSequenceError) => {
-                let progress = self.ack_through(p);
+                let progress = self.ack_through(p, false);
                 if !sent || (!progress && (self.retry_started || self.rnr_wait)) {
                     return;
                 }
@@ -136,7 +269,7 @@ impl<const N: usize> Sender<N> {
                 if !sent {
                     return;
                 }
-                self.ack_through(p);
+                self.ack_through(p, false);
                 if self.rnr_wait {
                     return;
                 }
@@ -157,7 +290,7 @@ impl<const N: usize> Sender<N> {
                 if !sent {
                     return;
                 }
-                self.ack_through(p);
+                self.ack_through(p, false);
                 self.fail(match code {
                     NakCode::InvalidRequest => WcStatus::RemInvReqErr,
                     NakCode::RemoteAccessError => WcStatus::RemAccessErr,
@@ -245,8 +378,63 @@ impl<const N: usize> Sender<N> {
         None
     }
 
-    /// Acknowledges every PSN before `new_una`; returns `true` if that is progress.
-    fn ack_through(&mut self, new_una: Psn) -> bool {
+    /// Takes a READ response or atomic ACK.
+    fn on_data_response(&mut self, r: &Response) {
+        if self.check_response(r).is_some() {
+            self.ack_through(r.psn.next(), true);
+            return;
+        }
+        // A response beyond the next expected one: responses were lost; go back to the
+        // oldest unacknowledged PSN (once per loss, as for a sequence NAK).
+        let p = r.psn;
+        if p.diff(self.una) > 0 && p.diff(self.max_sent) < 0 && !self.retry_started {
+            self.retry(false);
+        }
+    }
+
+    /// Returns the slot whose PSN range holds `psn`, among those not yet acknowledged.
+    fn slot_of(&self, psn: Psn) -> Option<Slot> {
+        let mut off = self.done;
+        while let Some(slot) = self.slot(off) {
+            if slot.contains(psn) {
+                return Some(*slot);
+            }
+            off = off.wrapping_add(1);
+        }
+        None
+    }
+
+    /// Returns the first PSN an ACK or NAK cannot acknowledge: that of the oldest READ or
+    /// atomic WQE not yet completed by its responses (or the PSN its responses reached).
+    fn ack_limit(&self) -> Option<Psn> {
+        let mut off = self.done;
+        while let Some(slot) = self.slot(off) {
+            if slot.wqe.op.is_read_or_atomic() {
+                return Some(if slot.first_psn.diff(self.una) > 0 {
+                    slot.first_psn
+                } else {
+                    self.una
+                });
+            }
+            off = off.wrapping_add(1);
+        }
+        None
+    }
+
+    /// Returns `true` if an ACK up to `new_una` covers an incomplete READ or atomic: its
+    /// responses were lost.
+    fn lost_responses(&self, new_una: Psn) -> bool {
+        !self.retry_started && self.ack_limit().is_some_and(|l| new_una.diff(l) > 0)
+    }
+
+    /// Acknowledges every PSN before `new_una`; returns `true` if that is progress. Unless
+    /// `data` (a READ response or atomic ACK), the acknowledgement stops at the first
+    /// incomplete READ or atomic WQE.
+    fn ack_through(&mut self, new_una: Psn, data: bool) -> bool {
+        let new_una = match self.ack_limit() {
+            Some(limit) if !data && new_una.diff(limit) > 0 => limit,
+            _ => new_una,
+        };
         if new_una.diff(self.una) <= 0 {
             return false;
         }

@@ -26,10 +26,13 @@ pub mod qp_state;
 pub mod requester;
 pub mod responder;
 
-pub use completer::{Completion, Response, SendAction};
+pub use completer::{Completion, Deliver, Response, SendAction};
 pub use qp_state::QpState;
 pub use requester::{PostError, SendWqe, Sender, SenderConfig, TxPacket, WqeHeaders, WrOp};
-pub use responder::{Placement, Reply, Request, RespOutcome, Responder, ResponderConfig};
+pub use responder::{
+    AtomicExec, AtomicOp, AtomicReply, AtomicReq, Placement, ReadReply, ReadResp, Reply, Request,
+    RespOutcome, Responder, ResponderConfig,
+};
 
 /// Requester: request an ACK at least every this many packets (rxe `RXE_MAX_PKT_PER_ACK`).
 pub const MAX_PKT_PER_ACK: u32 = 64;

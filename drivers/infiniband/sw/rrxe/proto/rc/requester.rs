@@ -107,6 +107,8 @@ pub struct SendWqe {
     /// `IB_SEND_SOLICITED`: set the BTH SE bit on the last packet of a SEND or WRITE with
     /// immediate.
     pub solicited: bool,
+    /// `IB_SEND_FENCE`: do not start before every earlier RDMA READ and atomic completed.
+    pub fence: bool,
 }
 
 /// Header values of a WQE that [`TxPacket::spec`] copies into the extended headers.
@@ -210,6 +212,9 @@ pub struct SenderConfig {
     pub max_unacked_psns: u32,
     /// Request an ACK at least every this many packets.
     pub max_pkt_per_ack: u32,
+    /// Most RDMA READ and atomic requests outstanding at the responder
+    /// (`IB_QP_MAX_QP_RD_ATOMIC`, the initiator depth; 0 is taken as 1).
+    pub max_rd_atomic: u32,
 }
 
 impl SenderConfig {
@@ -222,6 +227,15 @@ impl SenderConfig {
             rnr_retry: rnr_retry & 7,
             max_unacked_psns: MAX_UNACKED_PSNS,
             max_pkt_per_ack: MAX_PKT_PER_ACK,
+            max_rd_atomic: 1,
+        }
+    }
+
+    /// Returns the configuration with the initiator depth `n`.
+    pub const fn with_max_rd_atomic(self, n: u32) -> Self {
+        Self {
+            max_rd_atomic: n,
+            ..self
         }
     }
 }
@@ -237,7 +251,7 @@ pub enum PostError {
     QpError,
     /// Longer than 2^31 bytes (the port's `max_msg_sz`).
     TooLong,
-    /// RDMA READ and atomics are not implemented by the completer yet.
+    /// An operation the sender does not carry out.
     Unsupported,
 }
 
@@ -325,6 +339,7 @@ impl<const N: usize> Sender<N> {
             rnr_retry: cfg.rnr_retry & 7,
             max_unacked_psns: cfg.max_unacked_psns.clamp(1, 1 << 22),
             max_pkt_per_ack: cfg.max_pkt_per_ack.max(1),
+            max_rd_atomic: cfg.max_rd_atomic.max(1),
             ..cfg
         };
         Self {
@@ -396,9 +411,6 @@ impl<const N: usize> Sender<N> {
         if self.dead {
             return Err(PostError::QpError);
         }
-        if wqe.op.is_read_or_atomic() {
-            return Err(PostError::Unsupported);
-        }
         if wqe.len > MAX_DMA_LEN {
             return Err(PostError::TooLong);
         }
@@ -440,6 +452,21 @@ impl<const N: usize> Sender<N> {
         }
         if self.draining && self.tx_pkt == 0 && psn.diff(self.max_sent) >= 0 {
             return None;
+        }
+        if self.tx_pkt == 0 && (slot.wqe.fence || slot.wqe.op.is_read_or_atomic()) {
+            // Initiator depth and fences: count the READ and atomic requests sent and not
+            // completed.
+            let mut outstanding = 0u32;
+            for off in self.done..self.tx_slot {
+                if self.slot(off).is_some_and(|s| s.wqe.op.is_read_or_atomic()) {
+                    outstanding = outstanding.wrapping_add(1);
+                }
+            }
+            if (slot.wqe.fence && outstanding > 0)
+                || (slot.wqe.op.is_read_or_atomic() && outstanding >= self.cfg.max_rd_atomic)
+            {
+                return None;
+            }
         }
         let mtu = self.cfg.mtu;
         let wqe = slot.wqe;

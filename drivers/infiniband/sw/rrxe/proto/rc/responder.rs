@@ -30,7 +30,7 @@
 
 use super::super::aeth::{Credits, NakCode, RnrTimer, Syndrome};
 use super::super::bth::{BthFields, Qpn};
-use super::super::ext::AethFields;
+use super::super::ext::{AethFields, AtomicAckEthFields};
 use super::super::opcode::{Op, Opcode, Position};
 use super::super::packet::{Packet, PacketSpec};
 use super::super::psn::{Msn, Psn, PsnClass};
@@ -55,6 +55,21 @@ pub struct Request {
     pub imm: Option<u32>,
     /// IETH rkey to invalidate, if present.
     pub inv_rkey: Option<u32>,
+    /// AtomicETH, if present.
+    pub atomic: Option<AtomicReq>,
+}
+
+/// The AtomicETH of an atomic request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AtomicReq {
+    /// Target virtual address (8-byte aligned).
+    pub va: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// Swap (compare & swap) or add (fetch & add) operand.
+    pub swap_add: u64,
+    /// Compare operand (compare & swap).
+    pub compare: u64,
 }
 
 impl Request {
@@ -69,6 +84,12 @@ impl Request {
             reth: pkt.reth.map(|r| (r.va(), r.rkey(), r.dma_len())),
             imm: pkt.immdt.map(|i| i.imm()),
             inv_rkey: pkt.ieth.map(|i| i.rkey()),
+            atomic: pkt.atomic_eth.map(|a| AtomicReq {
+                va: a.va(),
+                rkey: a.rkey(),
+                swap_add: a.swap_add(),
+                compare: a.compare(),
+            }),
         }
     }
 }
@@ -84,6 +105,192 @@ pub struct ResponderConfig {
     pub min_rnr_timer: RnrTimer,
     /// `IB_ACCESS_REMOTE_WRITE` in the QP access flags.
     pub remote_write: bool,
+    /// `IB_ACCESS_REMOTE_READ` in the QP access flags.
+    pub remote_read: bool,
+    /// `IB_ACCESS_REMOTE_ATOMIC` in the QP access flags.
+    pub remote_atomic: bool,
+    /// READ and atomic requests remembered for duplicates (`IB_QP_MAX_DEST_RD_ATOMIC`, the
+    /// responder resources; at most [`MAX_RESOURCES`], 0 is taken as 1).
+    pub max_dest_rd_atomic: u32,
+}
+
+/// Most responder resources a QP keeps.
+pub const MAX_RESOURCES: usize = 16;
+
+/// The RDMA READ responses to send for a READ request (new or duplicate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadReply {
+    /// Virtual address of the first byte to send, checked against `rkey`.
+    pub va: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// Bytes to send.
+    pub len: u32,
+    /// PSN of the first response.
+    pub psn: Psn,
+    /// MSN the responses carry.
+    pub msn: Msn,
+}
+
+/// One READ response packet of a [`ReadReply`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadResp {
+    /// Opcode (READ response FIRST, MIDDLE, LAST or ONLY).
+    pub opcode: Opcode,
+    /// PSN.
+    pub psn: Psn,
+    /// Offset of the payload from the reply's `va`.
+    pub offset: u32,
+    /// Payload length.
+    pub len: u32,
+}
+
+impl ReadReply {
+    /// Returns the number of response packets at path MTU `mtu`.
+    pub fn packets(&self, mtu: PathMtu) -> u32 {
+        mtu.packets(self.len)
+    }
+
+    /// Returns response packet `i` (of [`Self::packets`]).
+    pub fn response(&self, i: u32, mtu: PathMtu) -> ReadResp {
+        let n = self.packets(mtu);
+        let last = i.wrapping_add(1) >= n;
+        let opcode = match (i == 0, last) {
+            (true, true) => Opcode::RC_RDMA_READ_RESPONSE_ONLY,
+            (true, false) => Opcode::RC_RDMA_READ_RESPONSE_FIRST,
+            (false, false) => Opcode::RC_RDMA_READ_RESPONSE_MIDDLE,
+            (false, true) => Opcode::RC_RDMA_READ_RESPONSE_LAST,
+        };
+        let offset = mtu.offset_of(i);
+        ReadResp {
+            opcode,
+            psn: self.psn.wrapping_add(i),
+            offset,
+            len: self.len.saturating_sub(offset).min(mtu.bytes()),
+        }
+    }
+}
+
+impl ReadResp {
+    /// Returns the packet's header set; `payload` is its `len` bytes.
+    pub fn spec<'a>(&self, dest_qp: Qpn, pkey: u16, msn: Msn, payload: &'a [u8]) -> PacketSpec<'a> {
+        let has_aeth = self.opcode != Opcode::RC_RDMA_READ_RESPONSE_MIDDLE;
+        PacketSpec {
+            bth: BthFields {
+                opcode: self.opcode,
+                pkey,
+                dest_qp,
+                psn: self.psn,
+                ..BthFields::default()
+            },
+            aeth: has_aeth.then_some(AethFields {
+                syndrome: ack().encode(),
+                msn,
+            }),
+            payload,
+            ..PacketSpec::default()
+        }
+    }
+}
+
+/// The operation of an atomic request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomicOp {
+    /// Compare & swap: if the target equals `compare`, it becomes `swap`.
+    CompareSwap {
+        /// Compare operand.
+        compare: u64,
+        /// Swap operand.
+        swap: u64,
+    },
+    /// Fetch & add: the target becomes itself plus `add` (wrapping).
+    FetchAdd {
+        /// Add operand.
+        add: u64,
+    },
+}
+
+impl AtomicOp {
+    /// Returns the new value of a target holding `orig`.
+    pub fn apply(self, orig: u64) -> u64 {
+        match self {
+            Self::CompareSwap { compare, swap } => {
+                if orig == compare {
+                    swap
+                } else {
+                    orig
+                }
+            }
+            Self::FetchAdd { add } => orig.wrapping_add(add),
+        }
+    }
+}
+
+/// An atomic request to carry out: check `rkey` for the 8 bytes at `va`, apply `op`, then
+/// report the original value with [`Responder::atomic_done`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AtomicExec {
+    /// Target virtual address (8-byte aligned).
+    pub va: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// Operation.
+    pub op: AtomicOp,
+}
+
+/// An atomic ACKnowledge to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AtomicReply {
+    /// PSN of the atomic request.
+    pub psn: Psn,
+    /// MSN.
+    pub msn: Msn,
+    /// The target's value before the operation.
+    pub orig: u64,
+}
+
+impl AtomicReply {
+    /// Returns the header set of the atomic acknowledge packet.
+    pub fn spec(&self, dest_qp: Qpn, pkey: u16) -> PacketSpec<'static> {
+        PacketSpec {
+            bth: BthFields {
+                opcode: Opcode::RC_ATOMIC_ACKNOWLEDGE,
+                pkey,
+                dest_qp,
+                psn: self.psn,
+                ..BthFields::default()
+            },
+            aeth: Some(AethFields {
+                syndrome: ack().encode(),
+                msn: self.msn,
+            }),
+            atomic_ack_eth: Some(AtomicAckEthFields { orig: self.orig }),
+            ..PacketSpec::default()
+        }
+    }
+}
+
+/// A remembered READ or atomic request (a responder resource).
+#[derive(Clone, Copy, Debug, Default)]
+struct Resource {
+    /// 0: free, 1: READ, 2: atomic.
+    kind: u8,
+    first_psn: Psn,
+    npsn: u32,
+    va: u64,
+    rkey: u32,
+    len: u32,
+    msn: Msn,
+    /// Atomic: the original value, once carried out.
+    orig: Option<u64>,
+}
+
+impl Resource {
+    fn contains(&self, psn: Psn) -> bool {
+        self.kind != 0
+            && psn.diff(self.first_psn) >= 0
+            && psn.diff(self.first_psn.wrapping_add(self.npsn)) < 0
+    }
 }
 
 /// Where the payload of an accepted request goes (`payload_len` bytes).
@@ -163,6 +370,13 @@ pub struct RespOutcome {
     pub complete: Option<RecvCompletion>,
     /// Send this acknowledge packet.
     pub reply: Option<Reply>,
+    /// Send these READ responses (check `rkey` first: if that fails, call
+    /// [`Responder::on_local_error`] with [`LocalError::RemoteAccess`] instead).
+    pub read: Option<ReadReply>,
+    /// Carry out this atomic (check `rkey` first, as for `read`).
+    pub atomic: Option<AtomicExec>,
+    /// Send this atomic ACKnowledge again (a duplicate atomic request).
+    pub atomic_reply: Option<AtomicReply>,
     /// Move the QP to ERR (after the above).
     pub fatal: bool,
 }
@@ -210,6 +424,11 @@ pub struct Responder {
     write_left: u32,
     write_total: u32,
     dead: bool,
+    /// PSN of the last request executed (for a NAK after a failed placement).
+    last_psn: Psn,
+    res: [Resource; MAX_RESOURCES],
+    /// Next resource slot to use (oldest is overwritten first).
+    res_next: usize,
 }
 
 impl Responder {
@@ -230,7 +449,47 @@ impl Responder {
             write_left: 0,
             write_total: 0,
             dead: false,
+            last_psn: cfg.rq_psn,
+            res: [Resource::default(); MAX_RESOURCES],
+            res_next: 0,
         }
+    }
+
+    /// Remembers a READ or atomic request, replacing the oldest beyond the configured
+    /// number of resources.
+    fn remember(&mut self, r: Resource) {
+        let cap = usize::try_from(self.cfg.max_dest_rd_atomic)
+            .unwrap_or(MAX_RESOURCES)
+            .clamp(1, MAX_RESOURCES);
+        let i = if self.res_next >= cap {
+            0
+        } else {
+            self.res_next
+        };
+        if let Some(slot) = self.res.get_mut(i) {
+            *slot = r;
+        }
+        self.res_next = i.wrapping_add(1);
+    }
+
+    fn resource(&self, psn: Psn) -> Option<Resource> {
+        self.res.iter().find(|r| r.contains(psn)).copied()
+    }
+
+    /// Records the original value of the atomic just carried out and returns the atomic
+    /// ACKnowledge to send.
+    pub fn atomic_done(&mut self, orig: u64) -> AtomicReply {
+        let psn = self.last_psn;
+        let mut msn = self.msn;
+        if let Some(r) = self
+            .res
+            .iter_mut()
+            .find(|r| r.kind == 2 && r.first_psn == psn)
+        {
+            r.orig = Some(orig);
+            msn = r.msn;
+        }
+        AtomicReply { psn, msn, orig }
     }
 
     /// Returns to the initial state with a new configuration (modify to RESET, then RTR).
@@ -279,6 +538,45 @@ impl Responder {
                         reply: Some(self.reply(self.epsn.wrapping_add(0xff_ffff), ack())),
                         ..drop
                     },
+                    // C9-112: a duplicate READ is executed again, from its PSN.
+                    Op::ReadRequest => match self.resource(req.psn) {
+                        Some(r) if r.kind == 1 => {
+                            let skip = self
+                                .cfg
+                                .mtu
+                                .offset_of(req.psn.diff(r.first_psn).unsigned_abs());
+                            RespOutcome {
+                                read: Some(ReadReply {
+                                    va: r.va.wrapping_add(u64::from(skip)),
+                                    rkey: r.rkey,
+                                    len: r.len.saturating_sub(skip),
+                                    psn: req.psn,
+                                    msn: r.msn,
+                                }),
+                                ..drop
+                            }
+                        }
+                        _ => drop,
+                    },
+                    // C9-114: a duplicate atomic is answered from the saved result, never
+                    // executed twice.
+                    Op::CompareSwap | Op::FetchAdd => match self.resource(req.psn) {
+                        Some(Resource {
+                            kind: 2,
+                            orig: Some(orig),
+                            msn,
+                            first_psn,
+                            ..
+                        }) if first_psn == req.psn => RespOutcome {
+                            atomic_reply: Some(AtomicReply {
+                                psn: req.psn,
+                                msn,
+                                orig,
+                            }),
+                            ..drop
+                        },
+                        _ => drop,
+                    },
                     _ => drop,
                 };
             }
@@ -304,6 +602,8 @@ impl Responder {
         let op_ok = match info.op {
             Op::Send => true,
             Op::Write => self.cfg.remote_write,
+            Op::ReadRequest => self.cfg.remote_read,
+            Op::CompareSwap | Op::FetchAdd => self.cfg.remote_atomic,
             _ => false,
         };
         let len_ok = match info.position {
@@ -313,6 +613,11 @@ impl Responder {
         } && req.reth.is_none_or(|(_, _, l)| l <= MAX_DMA_LEN);
         if !(seq_ok && op_ok && len_ok) {
             return self.fail(req.psn, NakCode::InvalidRequest, WcStatus::RemInvReqErr);
+        }
+        match info.op {
+            Op::ReadRequest => return self.on_read(req),
+            Op::CompareSwap | Op::FetchAdd => return self.on_atomic(req, info.op),
+            _ => {}
         }
         let mut out = drop;
         if info.consumes_rwqe() {
@@ -364,6 +669,7 @@ impl Responder {
             self.write_left = self.write_left.wrapping_sub(len);
         }
         self.prev_msn = self.msn;
+        self.last_psn = req.psn;
         if info.is_last() {
             self.msn = self.msn.next();
             self.in_msg = InMsg::None;
@@ -396,11 +702,85 @@ impl Responder {
         out
     }
 
-    /// Reports that placing the payload of the request just accepted failed: NAKs it,
-    /// completes the current receive WQE in error and enters the error state.
+    /// Accepts a READ request (PSN, sequence, access and length checked).
+    fn on_read(&mut self, req: &Request) -> RespOutcome {
+        let Some((va, rkey, len)) = req.reth else {
+            return self.fail(req.psn, NakCode::InvalidRequest, WcStatus::RemInvReqErr);
+        };
+        let npsn = self.cfg.mtu.packets(len);
+        self.prev_msn = self.msn;
+        self.last_psn = req.psn;
+        self.msn = self.msn.next();
+        self.remember(Resource {
+            kind: 1,
+            first_psn: req.psn,
+            npsn,
+            va,
+            rkey,
+            len,
+            msn: self.msn,
+            orig: None,
+        });
+        self.epsn = req.psn.wrapping_add(npsn);
+        RespOutcome {
+            read: Some(ReadReply {
+                va,
+                rkey,
+                len,
+                psn: req.psn,
+                msn: self.msn,
+            }),
+            ..RespOutcome::default()
+        }
+    }
+
+    /// Accepts an atomic request (PSN, sequence and access checked).
+    fn on_atomic(&mut self, req: &Request, op: Op) -> RespOutcome {
+        let Some(a) = req.atomic else {
+            return self.fail(req.psn, NakCode::InvalidRequest, WcStatus::RemInvReqErr);
+        };
+        // C9-120 (o9-37): a misaligned target is an invalid request.
+        if a.va & 7 != 0 {
+            return self.fail(req.psn, NakCode::InvalidRequest, WcStatus::RemInvReqErr);
+        }
+        self.prev_msn = self.msn;
+        self.last_psn = req.psn;
+        self.msn = self.msn.next();
+        self.remember(Resource {
+            kind: 2,
+            first_psn: req.psn,
+            npsn: 1,
+            va: a.va,
+            rkey: a.rkey,
+            len: 8,
+            msn: self.msn,
+            orig: None,
+        });
+        self.epsn = req.psn.next();
+        let op = if op == Op::CompareSwap {
+            AtomicOp::CompareSwap {
+                compare: a.compare,
+                swap: a.swap_add,
+            }
+        } else {
+            AtomicOp::FetchAdd { add: a.swap_add }
+        };
+        RespOutcome {
+            atomic: Some(AtomicExec {
+                va: a.va,
+                rkey: a.rkey,
+                op,
+            }),
+            ..RespOutcome::default()
+        }
+    }
+
+    /// Reports that placing the payload of the request just accepted failed (or, for a READ
+    /// or atomic, that its rkey check did): NAKs it, completes the current receive WQE in
+    /// error and enters the error state.
     pub fn on_local_error(&mut self, err: LocalError) -> RespOutcome {
         self.msn = self.prev_msn;
-        let psn = self.epsn.wrapping_add(0xff_ffff);
+        let psn = self.last_psn;
         match err {
             LocalError::RemoteAccess => {
                 self.fail(psn, NakCode::RemoteAccessError, WcStatus::RemAccessErr)
