@@ -8,7 +8,6 @@ use crate::mr::{MrInner, RrxeMr};
 use crate::net::{Stats, HW_STATS};
 use crate::params::{self, Counter};
 use crate::qp::RrxeQp;
-use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::rdma::BhGuard;
 use kernel::rdma::{
@@ -27,9 +26,10 @@ use kernel::rdma::{
 };
 use kernel::sync::{
     atomic::{ordering::Relaxed, Atomic},
-    Arc, Mutex,
+    Arc, Mutex, SpinLock,
 };
 use kernel::xarray::{AllocKind, XArray};
+use kernel::{new_mutex, new_spinlock};
 
 /// The rrxe driver.
 pub(crate) struct Rrxe;
@@ -81,6 +81,9 @@ pub(crate) struct DevShared {
     mrs: XArray<Arc<MrInner>>,
     /// Port counters.
     pub(crate) stats: Stats,
+    /// Makes atomics from the wire atomic with respect to each other (IBV_ATOMIC_HCA).
+    #[pin]
+    pub(crate) atomic_lock: SpinLock<()>,
 }
 
 impl DevShared {
@@ -270,6 +273,7 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
                 try_pin_init!(DevShared {
                     mrs <- XArray::new(AllocKind::Alloc),
                     stats: Stats::new(),
+                    atomic_lock <- new_spinlock!((), "rrxe_atomic"),
                 }),
                 GFP_KERNEL,
             )?,

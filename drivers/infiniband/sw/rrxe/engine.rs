@@ -32,14 +32,15 @@ use crate::proto::{
     bth::Qpn,
     icrc::{self, IpHdr, UDP_LEN},
     ip::{self, IpParams},
-    opcode::{Op, QpType as WireQpType},
+    opcode::QpType as WireQpType,
     packet::{self, Packet, PacketSpec},
     psn::Psn,
     rc::{
         completer::local_ack_timeout_ns,
         responder::{LocalError, RecvCompletion},
-        PathMtu, Placement, Request, RespOutcome, Responder, ResponderConfig, Response, SendAction,
-        SendWqe as RcWqe, Sender, SenderConfig, TxPacket, WcStatus, WqeHeaders, WrOp,
+        AtomicExec, AtomicReply, Deliver, PathMtu, Placement, ReadReply, Request, RespOutcome,
+        Responder, ResponderConfig, Response, SendAction, SendWqe as RcWqe, Sender, SenderConfig,
+        TxPacket, WcStatus, WqeHeaders, WrOp,
     },
     uabi::{
         self, Completion, KernelConsumer, LengthCheck, RecvQueueParams, SendData, SendFlags,
@@ -166,6 +167,7 @@ fn path_mtu(a: &QpAttrs) -> PathMtu {
 
 fn sender_config(a: &QpAttrs) -> SenderConfig {
     SenderConfig::new(Psn::new(a.sq_psn), path_mtu(a), a.retry_cnt, a.rnr_retry)
+        .with_max_rd_atomic(u32::from(a.max_rd_atomic))
 }
 
 fn responder_config(a: &QpAttrs) -> ResponderConfig {
@@ -174,6 +176,9 @@ fn responder_config(a: &QpAttrs) -> ResponderConfig {
         mtu: path_mtu(a),
         min_rnr_timer: RnrTimer::from_low_bits(a.min_rnr_timer),
         remote_write: a.qp_access_flags & access::REMOTE_WRITE != 0,
+        remote_read: a.qp_access_flags & access::REMOTE_READ != 0,
+        remote_atomic: a.qp_access_flags & access::REMOTE_ATOMIC != 0,
+        max_dest_rd_atomic: u32::from(a.max_dest_rd_atomic),
     }
 }
 
@@ -490,16 +495,29 @@ impl QpShared {
             WrOpcode::SendWithInv => WrOp::SendWithInv,
             WrOpcode::RdmaWrite => WrOp::Write,
             WrOpcode::RdmaWriteWithImm => WrOp::WriteWithImm,
-            // READ, atomics and local operations are not carried out yet.
+            WrOpcode::RdmaRead => WrOp::Read,
+            WrOpcode::AtomicCmpAndSwp => WrOp::CompareSwap,
+            WrOpcode::AtomicFetchAndAdd => WrOp::FetchAdd,
+            // Local operations, memory windows, FLUSH and ATOMIC WRITE are not carried out.
             _ => return Err(WcStatus::LocQpOpErr),
         };
+        // READ and atomic results are written into the local buffers.
+        let need = if op.is_read_or_atomic() {
+            Need::LocalWrite
+        } else {
+            Need::LocalRead
+        };
+        let len = match op {
+            WrOp::CompareSwap | WrOp::FetchAdd => 8,
+            _ => wqe.length(),
+        };
         if let SendData::Sges(sges) = wqe.data() {
-            let len = usize::try_from(wqe.length()).map_err(|_| WcStatus::LocLenErr)?;
-            walk_sges(sges, 0, len, |va, lkey, r| {
+            let n = usize::try_from(len).map_err(|_| WcStatus::LocLenErr)?;
+            walk_sges(sges, 0, n, |va, lkey, r| {
                 let n = u32::try_from(r.len())?;
                 self.dev
                     .mr(lkey)
-                    .and_then(|mr| mr.check(self.pd_id, va, n, Need::LocalRead))
+                    .and_then(|mr| mr.check(self.pd_id, va, n, need))
                     .map(|_| ())
                     .ok_or(EINVAL)
             })
@@ -508,8 +526,9 @@ impl QpShared {
         Ok(RcWqe {
             id: 0,
             op,
-            len: wqe.length(),
+            len,
             solicited: wqe.flags().contains(SendFlags::SOLICITED),
+            fence: wqe.flags().contains(SendFlags::FENCE),
         })
     }
 
@@ -531,6 +550,28 @@ impl QpShared {
                 remote_va: remote.addr,
                 rkey: remote.rkey,
                 imm_or_inv: imm.unwrap_or(0),
+                ..WqeHeaders::default()
+            },
+            SendOp::Read { remote } => WqeHeaders {
+                remote_va: remote.addr,
+                rkey: remote.rkey,
+                ..WqeHeaders::default()
+            },
+            SendOp::CompareSwap {
+                remote,
+                compare,
+                swap,
+            } => WqeHeaders {
+                remote_va: remote.addr,
+                rkey: remote.rkey,
+                swap_add: swap,
+                compare,
+                ..WqeHeaders::default()
+            },
+            SendOp::FetchAdd { remote, add } => WqeHeaders {
+                remote_va: remote.addr,
+                rkey: remote.rkey,
+                swap_add: add,
                 ..WqeHeaders::default()
             },
             _ => return Err(EINVAL),
@@ -817,8 +858,82 @@ impl QpShared {
             Ok(()) => out,
             Err(le) => e.resp.on_local_error(le),
         };
+        if let Some(rd) = out.read {
+            if self.send_read_responses(e, &rd).is_err() {
+                let out = e.resp.on_local_error(LocalError::RemoteAccess);
+                self.finish_request(e, ev, &out);
+                return true;
+            }
+        }
+        if let Some(a) = out.atomic {
+            match self.execute_atomic(&a) {
+                Ok(orig) => {
+                    let reply = e.resp.atomic_done(orig);
+                    self.send_atomic_reply(e, &reply);
+                }
+                Err(_) => {
+                    let out = e.resp.on_local_error(LocalError::RemoteAccess);
+                    self.finish_request(e, ev, &out);
+                    return true;
+                }
+            }
+        }
+        if let Some(reply) = out.atomic_reply {
+            self.send_atomic_reply(e, &reply);
+        }
         self.finish_request(e, ev, &out);
         true
+    }
+
+    /// Sends the READ responses for `rd`, after checking its rkey over the whole range.
+    fn send_read_responses(&self, e: &mut Engine, rd: &ReadReply) -> Result {
+        let mr = self.dev.mr(rd.rkey).ok_or(EINVAL)?;
+        let base = mr
+            .check(self.pd_id, rd.va, rd.len, Need::RemoteRead)
+            .ok_or(EINVAL)?;
+        let mtu = path_mtu(&e.attrs);
+        for i in 0..rd.packets(mtu) {
+            let r = rd.response(i, mtu);
+            let spec = r.spec(e.dest_qpn, PKEY, rd.msn, &[]);
+            let id = e.ip_id;
+            e.ip_id = id.wrapping_add(1);
+            let off = base.checked_add(usize::try_from(r.offset)?).ok_or(EINVAL)?;
+            let sent = self.xmit(&e.ip, id, &spec, usize::try_from(r.len)?, |out| {
+                mr.read(off, out)
+            });
+            self.dev.stats.inc(match sent {
+                Ok(()) => Rcvd::SentPkts,
+                // A lost response: the requester asks again.
+                Err(_) => Rcvd::SendErrors,
+            });
+        }
+        Ok(())
+    }
+
+    /// Carries out an atomic from the wire on the 8 bytes its rkey names; returns the
+    /// original value.
+    fn execute_atomic(&self, a: &AtomicExec) -> Result<u64> {
+        let mr = self.dev.mr(a.rkey).ok_or(EINVAL)?;
+        let off = mr
+            .check(self.pd_id, a.va, 8, Need::RemoteAtomic)
+            .ok_or(EINVAL)?;
+        let _guard = self.dev.atomic_lock.lock();
+        let mut word = [0u8; 8];
+        mr.read(off, &mut word)?;
+        let orig = u64::from_ne_bytes(word);
+        mr.write(off, &a.op.apply(orig).to_ne_bytes())?;
+        Ok(orig)
+    }
+
+    fn send_atomic_reply(&self, e: &mut Engine, reply: &AtomicReply) {
+        let spec = reply.spec(e.dest_qpn, PKEY);
+        let id = e.ip_id;
+        e.ip_id = id.wrapping_add(1);
+        let sent = self.xmit(&e.ip, id, &spec, 0, |_| Ok(()));
+        self.dev.stats.inc(match sent {
+            Ok(()) => Rcvd::SentPkts,
+            Err(_) => Rcvd::SendErrors,
+        });
     }
 
     /// Carries out the completion, reply and error of a responder outcome.
@@ -903,13 +1018,39 @@ impl QpShared {
         let Some(r) = Response::from_packet(pkt) else {
             return false;
         };
-        if pkt.opcode().info().is_some_and(|i| i.op != Op::Ack) {
-            // READ responses and atomic ACKs come with the READ and atomic requests.
-            return false;
+        let placed = match e.sender.check_response(&r) {
+            Some(Deliver::ReadData { id, offset }) => self.place_local(e, id, offset, pkt.payload),
+            Some(Deliver::AtomicOrig { id, orig }) => {
+                self.place_local(e, id, 0, &orig.to_ne_bytes())
+            }
+            None => Ok(()),
+        };
+        match placed {
+            Ok(()) => e.sender.on_response(&r),
+            Err(_) => e.sender.on_local_error(&r, WcStatus::LocProtErr),
         }
-        e.sender.on_response(&r);
         self.pump(e, ev);
         true
+    }
+
+    /// Writes READ data or an atomic's original value into the local buffers of the send
+    /// WQE whose copy is shadow slot `id`.
+    fn place_local(&self, e: &Engine, id: u32, offset: u32, data: &[u8]) -> Result {
+        let elem = e.sqs.geometry().elem_size();
+        let copy = shadow_slot(&e.shadow, id, elem).ok_or(EINVAL)?;
+        let wqe = uabi::validate_send_wqe(copy, &e.sq_params).map_err(|_| EINVAL)?;
+        let SendData::Sges(sges) = wqe.data() else {
+            return Err(EINVAL);
+        };
+        walk_sges(sges, offset, data.len(), |va, lkey, r| {
+            let piece = data.get(r).ok_or(EINVAL)?;
+            let n = u32::try_from(piece.len())?;
+            let mr = self.dev.mr(lkey).ok_or(EINVAL)?;
+            let off = mr
+                .check(self.pd_id, va, n, Need::LocalWrite)
+                .ok_or(EINVAL)?;
+            mr.write(off, piece)
+        })
     }
 }
 

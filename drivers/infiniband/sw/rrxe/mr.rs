@@ -56,6 +56,10 @@ pub(crate) enum Need {
     LocalWrite,
     /// An RDMA WRITE from the wire (`IB_ACCESS_REMOTE_WRITE`).
     RemoteWrite,
+    /// An RDMA READ from the wire (`IB_ACCESS_REMOTE_READ`).
+    RemoteRead,
+    /// An atomic from the wire (`IB_ACCESS_REMOTE_ATOMIC`).
+    RemoteAtomic,
 }
 
 impl MrInner {
@@ -67,6 +71,8 @@ impl MrInner {
             Need::LocalRead => 0,
             Need::LocalWrite => access::LOCAL_WRITE,
             Need::RemoteWrite => access::REMOTE_WRITE,
+            Need::RemoteRead => access::REMOTE_READ,
+            Need::RemoteAtomic => access::REMOTE_ATOMIC,
         };
         if self.pd_id != pd_id || self.access & right != right {
             return None;
