@@ -2,7 +2,8 @@
 #
 # rrxe: soft-RoCE RDMA driver in Rust. Entry points:
 #
-#   make demo      build everything, boot two QEMU guests, show rrxe working between them
+#   make demo      build everything, boot two QEMU guests, run ibv_rc_pingpong over rrxe
+#   make bench     perftest for rrxe and rdma_rxe side by side (writes Documentation/rrxe-bench.rst)
 #   make check     every test: host (cargo), KUnit in a guest, end to end in guests
 #   make shell     an interactive guest with rdma_rrxe loaded
 #   make kernel    (re)build the kernel and modules incrementally (module-only when possible)
@@ -15,7 +16,7 @@
 SHELL := /bin/bash
 FUZZ_SECONDS ?= 600
 
-.PHONY: all setup kernel initramfs host-test check demo shell fuzz series clean
+.PHONY: all setup kernel initramfs host-test check demo bench shell fuzz series clean
 
 all: kernel
 
@@ -36,6 +37,9 @@ check: setup
 
 demo: setup
 	scripts/demo.sh
+
+bench: setup
+	scripts/bench.sh
 
 shell: initramfs
 	scripts/qemu.sh --interactive --append rrxe.load=rdma_rrxe --out build/shell

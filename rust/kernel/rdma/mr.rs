@@ -102,7 +102,7 @@ impl Umem {
             return Err(EINVAL);
         }
         // SAFETY: By the type invariant the umem is valid; `address` is immutable.
-        let first = unsafe { (*u).address } as usize & (crate::page::PAGE_SIZE - 1);
+        let first = unsafe { (*u).address } & (crate::page::PAGE_SIZE - 1);
         let skip = isize::try_from(offset.wrapping_add(first)).map_err(|_| EINVAL)?;
         // SAFETY: By the type invariant the umem is valid; its scatterlist describes the
         // pinned pages, which start `first` bytes into the first page. The range was checked

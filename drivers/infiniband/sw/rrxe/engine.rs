@@ -269,7 +269,7 @@ impl QpShared {
             attrs: s.attrs,
             caps: s.caps,
         };
-        Ok(Arc::pin_init(
+        Arc::pin_init(
             try_pin_init!(Self {
                 rto <- Timer::new(c"rrxe_qp_rto", kernel::static_lock_class!()),
                 rnr <- Timer::new(c"rrxe_qp_rnr", kernel::static_lock_class!()),
@@ -285,7 +285,7 @@ impl QpShared {
                 rq: s.rq,
             }),
             GFP_KERNEL,
-        )?)
+        )
     }
 
     /// Returns the QP number.

@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make bench` guest script (both guests). For each driver in $BENCH_DRIVERS (default
+# "rrxe rxe"), both guests load it, create its device on eth0 and run the same perftest set
+# in lockstep (guest a the servers, guest b the clients, which retry until their server
+# listens), then unload it. Guest b prints one line per result:
+#   BENCH <driver> <test> <value> <unit>
+# Finally iperf3 measures raw TCP between the guests (the wire's ceiling).
+. /usr/local/lib/rrxe/lib.sh
+
+DUR=${BENCH_DURATION:-8}
+PORT=20000
+SIZE=65536
+
+# run TEST EXTRA-ARGS...: one perftest run; guest b prints its output to /tmp/bench.out.
+run() {
+	local t=$1
+	shift
+	PORT=$((PORT + 1))
+	if [ "$RRXE_NAME" = a ]; then
+		timeout $((DUR * 4 + 60)) "$t" -d "$DEV" -x "$GID" -p $PORT -F "$@" >/tmp/bench.out 2>&1
+	else
+		local i=0
+		while :; do
+			timeout $((DUR * 4 + 60)) "$t" -d "$DEV" -x "$GID" -p $PORT -F "$@" "$RRXE_PEER" >/tmp/bench.out 2>&1
+			grep -q "Couldn't connect\|Unable to init the socket" /tmp/bench.out || break
+			i=$((i + 1))
+			[ $i -lt 150 ] || break
+			sleep 0.2
+		done
+	fi
+}
+
+# result LINE-PATTERN FIELD: the FIELD-th number of perftest's result line.
+result() {
+	awk -v f="$2" '$1 ~ /^[0-9]+$/ && NF >= 4 { v = $f } END { print (v == "" ? "nan" : v) }' /tmp/bench.out
+}
+
+for drv in ${BENCH_DRIVERS:-rrxe rxe}; do
+	case $drv in
+	rrxe) rdma_link rdma_rrxe rrxe rrxe0; DEV=rrxe0; MOD=rdma_rrxe ;;
+	rxe) rdma_link rdma_rxe rxe rxe0; DEV=rxe0; MOD=rdma_rxe ;;
+	esac
+	GID=$(rrxe_gid_index "$DEV") || die "no RoCE v2 GID on $DEV"
+	for t in ib_write_bw ib_read_bw ib_send_bw; do
+		run $t -s $SIZE -D "$DUR"
+		[ "$RRXE_NAME" = b ] && echo "BENCH $drv $t $(result x 4) MB/s"
+	done
+	run ib_atomic_bw -D "$DUR"
+	[ "$RRXE_NAME" = b ] && echo "BENCH $drv ib_atomic_bw $(result x 5) Mpps"
+	run ib_write_lat -D "$DUR"
+	[ "$RRXE_NAME" = b ] && echo "BENCH $drv ib_write_lat $(result x 3) usec"
+	[ "$RRXE_NAME" = b ] && { echo "== $drv: last output"; cat /tmp/bench.out; }
+	rdma link del "$DEV" || die "rdma link del $DEV"
+	rmmod "$MOD" || die "rmmod $MOD"
+done
+
+if [ "$RRXE_NAME" = a ]; then
+	timeout 60 iperf3 -s -1 >/dev/null 2>&1
+else
+	retry 100 0.2 sh -c "timeout 30 iperf3 -c $RRXE_PEER -t 5 -J >/tmp/iperf.json 2>/dev/null" || die "iperf3"
+	bps=$(grep -o '"bits_per_second":[[:space:]]*[0-9.e+]*' /tmp/iperf.json | tail -1 | awk -F: '{print $2}')
+	echo "BENCH tcp iperf3 $(awk -v b="$bps" 'BEGIN { printf "%.2f", b / 8 / 1e6 }') MB/s"
+fi
+dmesg_check || die "kernel log"
