@@ -845,7 +845,19 @@ impl QpShared {
                 }
             }
         }
+        // The first packet of an RDMA WRITE is checked for the whole RETH range, so that a
+        // WRITE running past its region writes nothing at all; a zero-length one names no
+        // memory and its rkey is not checked (C9-88).
+        let write_ok = match (req.reth, out.placement, out.fatal) {
+            (Some((va, rkey, len)), Some(Placement::Remote { .. }), false) if len != 0 => self
+                .dev
+                .mr(rkey)
+                .and_then(|mr| mr.check(self.pd_id, va, len, Need::RemoteWrite))
+                .is_some(),
+            _ => true,
+        };
         let placed = match out.placement {
+            _ if !write_ok => Err(LocalError::RemoteAccess),
             None => Ok(()),
             Some(Placement::Recv { offset }) => self
                 .scatter(e, offset, pkt.payload)
@@ -885,12 +897,18 @@ impl QpShared {
         true
     }
 
-    /// Sends the READ responses for `rd`, after checking its rkey over the whole range.
+    /// Sends the READ responses for `rd`, after checking its rkey over the whole range (a
+    /// zero-length READ names no memory: its rkey is not checked, C9-88).
     fn send_read_responses(&self, e: &mut Engine, rd: &ReadReply) -> Result {
-        let mr = self.dev.mr(rd.rkey).ok_or(EINVAL)?;
-        let base = mr
-            .check(self.pd_id, rd.va, rd.len, Need::RemoteRead)
-            .ok_or(EINVAL)?;
+        let (mr, base) = if rd.len == 0 {
+            (None, 0)
+        } else {
+            let mr = self.dev.mr(rd.rkey).ok_or(EINVAL)?;
+            let base = mr
+                .check(self.pd_id, rd.va, rd.len, Need::RemoteRead)
+                .ok_or(EINVAL)?;
+            (Some(mr), base)
+        };
         let mtu = path_mtu(&e.attrs);
         for i in 0..rd.packets(mtu) {
             let r = rd.response(i, mtu);
@@ -899,7 +917,10 @@ impl QpShared {
             e.ip_id = id.wrapping_add(1);
             let off = base.checked_add(usize::try_from(r.offset)?).ok_or(EINVAL)?;
             let sent = self.xmit(&e.ip, id, &spec, usize::try_from(r.len)?, |out| {
-                mr.read(off, out)
+                match &mr {
+                    Some(mr) => mr.read(off, out),
+                    None => Ok(()),
+                }
             });
             self.dev.stats.inc(match sent {
                 Ok(()) => Rcvd::SentPkts,
