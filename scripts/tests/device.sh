@@ -50,7 +50,7 @@ check missing_netdev_rejected sh -c '! rdma link add rrxe9 type rrxe netdev nosu
 check hw_counters_exposed sh -c 'rdma statistic show link rrxe0/1 | grep -q "rcvd_icrc_err 0"'
 check many_contexts sh -c 'for i in $(seq 30); do ibv_devinfo -d rrxe0 >/dev/null || exit 1; done'
 # Verbs objects through libibverbs and the rxe provider (PDs, CQs with their mapped rings).
-verbs_objects rrxe0 || FAILED=1
+verbs_objects rrxe0 "$(rrxe_gid_index rrxe0)" "$RRXE_IP" || FAILED=1
 # Queue pairs: rings, the state machine and its attribute checks, limits, QP numbers.
 verbs_qp rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
 # Memory regions: access rules, keys, bad ranges.

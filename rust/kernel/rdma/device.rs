@@ -19,6 +19,7 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::{
+    ah::{self, Ah, AhInit},
     cq::{Cq, CqInit, NotifyFlags},
     mmap,
     mr::{self, Mr, MrKeys, UserMrReq},
@@ -401,6 +402,9 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Driver data of each queue pair.
     type Qp: Send + Sync;
 
+    /// Driver data of each address handle.
+    type Ah: Send + Sync;
+
     /// Driver data of each memory region.
     type Mr: Send + Sync;
 
@@ -490,6 +494,17 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Prepares the deregistration of a memory region; on success its data is dropped next.
     fn dereg_mr(mr: &Mr<Self>) -> Result;
+
+    /// Prepares a new address handle (kernel or user) and returns the initialiser of its
+    /// driver data.
+    ///
+    /// # Context
+    ///
+    /// May be atomic unless `init.sleepable`.
+    fn create_ah(dev: &Device<Self>, init: &AhInit<'_>) -> Result<impl PinInit<Self::Ah, Error>>;
+
+    /// Destroys an address handle; its driver data is dropped afterwards.
+    fn destroy_ah(ah: &Ah<Self>) -> Result;
 
     /// The send doorbell of a user queue pair: new WQEs are in its shared send queue.
     ///
@@ -822,6 +837,10 @@ impl<T: Driver> DeviceVTable<T> {
         reg_user_mr: Some(Self::reg_user_mr_callback),
         dereg_mr: Some(Self::dereg_mr_callback),
         size_ib_qp: kmalloc_size::<Qp<T>>(),
+        create_ah: Some(Self::create_ah_callback),
+        create_user_ah: Some(Self::create_ah_callback),
+        destroy_ah: Some(Self::destroy_ah_callback),
+        size_ib_ah: kmalloc_size::<Ah<T>>(),
         ..pin_init::zeroed()
     };
 
@@ -1145,6 +1164,26 @@ impl<T: Driver> DeviceVTable<T> {
     unsafe extern "C" fn mmap_free_callback(entry: *mut bindings::rdma_user_mmap_entry) {
         // SAFETY: All mmap entries of this driver's contexts come from `SharedBuffer`.
         unsafe { mmap::free_entry(entry) };
+    }
+
+    /// # Safety
+    ///
+    /// See [`ah::create`].
+    unsafe extern "C" fn create_ah_callback(
+        ah: *mut bindings::ib_ah,
+        init: *mut bindings::rdma_ah_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: Forwarded from the core with the same contract.
+        from_result(|| unsafe { ah::create::<T>(ah, init, udata) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// See [`ah::destroy`].
+    unsafe extern "C" fn destroy_ah_callback(ah: *mut bindings::ib_ah, _flags: u32) -> c_int {
+        // SAFETY: Forwarded from the core with the same contract.
+        from_result(|| unsafe { ah::destroy::<T>(ah) }.map(|()| 0))
     }
 
     /// # Safety

@@ -10,8 +10,8 @@
 //! - [`link`]: `rdma link add NAME type TYPE netdev DEV` through an `rdma_link_ops`
 //!   registration.
 //! - [`netdev`]: the network devices an RDMA device is bound to, and netdevice events.
-//! - [`pd`], [`cq`], [`qp`], [`mr`]: protection domains, completion queues, queue pairs,
-//!   memory regions and pinned user memory.
+//! - [`pd`], [`cq`], [`qp`], [`mr`], [`ah`]: protection domains, completion queues, queue
+//!   pairs, memory regions and pinned user memory, address handles.
 //! - [`mmap`]: memory shared with userspace (the user provider maps queues).
 //! - [`net`]: the RoCEv2 UDP tunnel socket, received packets, routes and transmission.
 //! - [`timer`]: protocol timers embedded in driver objects.
@@ -22,6 +22,7 @@
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h)
 
+pub mod ah;
 pub mod cq;
 pub mod device;
 pub mod link;

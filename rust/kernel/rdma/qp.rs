@@ -235,14 +235,14 @@ pub struct QpAttrs {
     pub sq_draining: bool,
 }
 
-impl QpAttrs {
-    /// Reads the attributes the core passed to `modify_qp`.
+impl AhAttr {
+    /// Reads a RoCE address vector.
     ///
     /// # Safety
     ///
-    /// `a` is valid; if `mask` has `IB_QP_AV`, `a.ah_attr.grh.sgid_attr` is null or valid.
-    unsafe fn from_raw(a: &bindings::ib_qp_attr, mask: u32) -> Self {
-        let g = &a.ah_attr.grh;
+    /// `a.grh.sgid_attr` is null or valid.
+    pub(crate) unsafe fn from_raw(a: &bindings::rdma_ah_attr) -> Self {
+        let g = &a.grh;
         let mut ah = AhAttr {
             // SAFETY: `ib_gid` is a union of plain byte arrays.
             dgid: unsafe { g.dgid.raw },
@@ -250,19 +250,40 @@ impl QpAttrs {
             flow_label: g.flow_label,
             hop_limit: g.hop_limit,
             traffic_class: g.traffic_class,
-            sl: a.ah_attr.sl,
-            port_num: a.ah_attr.port_num,
+            sl: a.sl,
+            port_num: a.port_num,
             // SAFETY: The RoCE member of the union is the one set for RoCE ports.
-            dmac: unsafe { a.ah_attr.__bindgen_anon_1.roce.dmac },
+            dmac: unsafe { a.__bindgen_anon_1.roce.dmac },
             ..AhAttr::default()
         };
-        if mask & attr::AV != 0 && !g.sgid_attr.is_null() {
-            // SAFETY: The core holds a reference to the GID attribute for the call.
+        if !g.sgid_attr.is_null() {
+            // SAFETY: Per the function's contract.
             let sgid = unsafe { &*g.sgid_attr };
             // SAFETY: See above for `ib_gid`.
             ah.sgid = unsafe { sgid.gid.raw };
             ah.sgid_type = sgid.gid_type;
         }
+        ah
+    }
+}
+
+impl QpAttrs {
+    /// Reads the attributes the core passed to `modify_qp`.
+    ///
+    /// # Safety
+    ///
+    /// `a` is valid; if `mask` has `IB_QP_AV`, `a.ah_attr.grh.sgid_attr` is null or valid.
+    unsafe fn from_raw(a: &bindings::ib_qp_attr, mask: u32) -> Self {
+        let ah = if mask & attr::AV != 0 {
+            // SAFETY: With `IB_QP_AV` the core holds a reference to the GID attribute for
+            // the call (or it is null).
+            unsafe { AhAttr::from_raw(&a.ah_attr) }
+        } else {
+            let mut plain = a.ah_attr;
+            plain.grh.sgid_attr = core::ptr::null();
+            // SAFETY: `sgid_attr` is null.
+            unsafe { AhAttr::from_raw(&plain) }
+        };
         Self {
             mask,
             state: QpState::from_raw(a.qp_state),

@@ -6,8 +6,12 @@
  * the error answers to bad requests. Prints "RRXE-TEST <name> ok|FAIL: ..." per check and
  * exits non-zero if any failed.
  *
- * Usage: verbs_objects DEVICE
+ * Address handles are created towards the device's own RoCE v2 GID (GIDIDX) and a
+ * destination address (PEER_IPV4; the device's own address works, the core resolves its MAC).
+ *
+ * Usage: verbs_objects DEVICE [GIDIDX PEER_IPV4]
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -25,8 +29,8 @@ int main(int argc, char **argv)
 	struct ibv_wc wc[4];
 	int sizes[] = { 1, 15, 16, 100, 1000, 4096 };
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s DEVICE\n", argv[0]);
+	if (argc != 2 && argc != 4) {
+		fprintf(stderr, "usage: %s DEVICE [GIDIDX PEER_IPV4]\n", argv[0]);
 		return 2;
 	}
 	ctx = open_dev(argv[1]);
@@ -90,6 +94,39 @@ int main(int argc, char **argv)
 	}
 	check("verbs_destroy_cq_with_channel", cq && !ibv_destroy_cq(cq), "ibv_destroy_cq");
 	check("verbs_destroy_channel", ch && !ibv_destroy_comp_channel(ch), "ibv_destroy_comp_channel");
+
+	if (argc == 4) {
+		/* Address handles: a user AH gets a number from the driver (rxe_create_ah_resp). */
+		struct ibv_pd *pd = ibv_alloc_pd(ctx);
+		struct ibv_ah_attr ah = { .is_global = 1, .port_num = 1 };
+		struct ibv_ah *ahs[16];
+		int made = 0;
+
+		ah.grh.sgid_index = atoi(argv[2]);
+		ah.grh.hop_limit = 64;
+		ah.grh.dgid.raw[10] = ah.grh.dgid.raw[11] = 0xff;
+		check("verbs_ah_peer_address", inet_pton(AF_INET, argv[3], &ah.grh.dgid.raw[12]) == 1,
+		      "inet_pton");
+		for (int i = 0; i < 16; i++) {
+			ahs[i] = pd ? ibv_create_ah(pd, &ah) : NULL;
+			made += ahs[i] != NULL;
+		}
+		check("verbs_create_16_ahs", made == 16, "ibv_create_ah");
+		for (int i = 0; i < 16; i++)
+			if (ahs[i] && ibv_destroy_ah(ahs[i]))
+				made = -1;
+		check("verbs_destroy_ahs", made == 16, "ibv_destroy_ah");
+		ah.port_num = 2;
+		errno = 0;
+		check("verbs_ah_bad_port_rejected", pd && !ibv_create_ah(pd, &ah), "ibv_create_ah(port 2)");
+		ah.port_num = 1;
+		ah.is_global = 0;
+		check("verbs_ah_without_grh_rejected", pd && !ibv_create_ah(pd, &ah),
+		      "ibv_create_ah(no GRH)");
+		/* One left for the kernel to clean up. */
+		ah.is_global = 1;
+		check("verbs_ah_left_open", pd && ibv_create_ah(pd, &ah) != NULL, "ibv_create_ah");
+	}
 
 	/* Objects left for the kernel to clean up when the context closes. */
 	for (int i = 0; i < 8; i++) {

@@ -2,6 +2,7 @@
 
 //! Device creation and the device-level verbs.
 
+use crate::ah::{RrxeAh, MAX_AH};
 use crate::cq::{RrxeCq, RrxePd};
 use crate::engine::QpShared;
 use crate::mr::{MrInner, RrxeMr};
@@ -11,6 +12,12 @@ use crate::qp::RrxeQp;
 use kernel::prelude::*;
 use kernel::rdma::BhGuard;
 use kernel::rdma::{
+    ah::{Ah, AhInit},
+    mr::{random_key_byte, Mr, MrKeys, UserMrReq},
+    pd::Pd,
+    qp::{Qp, QpAttrs, QpCaps, QpInit},
+};
+use kernel::rdma::{
     cq::{Cq, CqInit, NotifyFlags},
     device::{
         core_cap, kernel_cap, port_cap, Device, DeviceAttrs, DeviceParams, Driver, DriverId,
@@ -18,11 +25,6 @@ use kernel::rdma::{
         UnregisteredDevice, MGMT_MAD_SIZE,
     },
     netdev::NetDevice,
-};
-use kernel::rdma::{
-    mr::{random_key_byte, Mr, MrKeys, UserMrReq},
-    pd::Pd,
-    qp::{Qp, QpAttrs, QpCaps, QpInit},
 };
 use kernel::sync::{
     atomic::{ordering::Relaxed, Atomic},
@@ -66,6 +68,12 @@ pub(crate) struct RrxeDev {
     next_mr: Atomic<u32>,
     /// Protection domain identities handed out so far.
     next_pd: Atomic<u32>,
+    /// User address handle numbers in use (the value is the number itself).
+    #[pin]
+    ah_nums: XArray<KBox<u32>>,
+    #[pin]
+    ah_lock: Mutex<()>,
+    next_ah: Atomic<u32>,
     /// What the data path of every QP shares: keys, counters.
     pub(crate) shared: Arc<DevShared>,
 }
@@ -165,6 +173,28 @@ impl RrxeDev {
             kernel::rdma::synchronize_rcu();
         }
         // Dropping the region unpins memory, which sleeps: outside the BH section.
+        drop(old);
+    }
+
+    /// Allocates an unused address handle number (1..=32767).
+    pub(crate) fn alloc_ah_num(&self) -> Result<u32> {
+        let _guard = self.ah_lock.lock();
+        for _ in 0..MAX_AH {
+            let n = self.next_ah.fetch_add(1, Relaxed) % MAX_AH + 1;
+            let entry = KBox::new(n, GFP_KERNEL)?;
+            let mut xa = self.ah_nums.lock();
+            if xa.get(n as usize).is_none() {
+                xa.store(n as usize, entry, GFP_ATOMIC)?;
+                return Ok(n);
+            }
+        }
+        Err(ENOMEM)
+    }
+
+    /// Releases an address handle number.
+    pub(crate) fn free_ah_num(&self, n: u32) {
+        let _guard = self.ah_lock.lock();
+        let old = self.ah_nums.lock().remove(n as usize);
         drop(old);
     }
 
@@ -269,6 +299,9 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             mr_lock <- new_mutex!(()),
             next_mr: Atomic::new(0),
             next_pd: Atomic::new(1),
+            ah_nums <- XArray::new(AllocKind::Alloc),
+            ah_lock <- new_mutex!(()),
+            next_ah: Atomic::new(0),
             shared: Arc::pin_init(
                 try_pin_init!(DevShared {
                     mrs <- XArray::new(AllocKind::Alloc),
@@ -304,6 +337,7 @@ impl Driver for Rrxe {
     type Cq = RrxeCq;
     type Qp = RrxeQp;
     type Mr = RrxeMr;
+    type Ah = RrxeAh;
 
     const DRIVER_ID: DriverId = DriverId::RXE;
     const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
@@ -458,6 +492,15 @@ impl Driver for Rrxe {
     ) -> Result<(MrKeys, impl PinInit<RrxeMr, Error>)> {
         let (keys, mr) = RrxeMr::reg_user(pd, req)?;
         Ok((keys, Ok::<_, Error>(mr)))
+    }
+
+    fn create_ah(dev: &Device<Self>, init: &AhInit<'_>) -> Result<impl PinInit<RrxeAh, Error>> {
+        RrxeAh::new(dev, init).map(Ok::<_, Error>)
+    }
+
+    fn destroy_ah(ah: &Ah<Self>) -> Result {
+        ah.data().destroy(ah.device());
+        Ok(())
     }
 
     fn dereg_mr(mr: &Mr<Self>) -> Result {

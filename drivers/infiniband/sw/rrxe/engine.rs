@@ -916,11 +916,9 @@ impl QpShared {
             let id = e.ip_id;
             e.ip_id = id.wrapping_add(1);
             let off = base.checked_add(usize::try_from(r.offset)?).ok_or(EINVAL)?;
-            let sent = self.xmit(&e.ip, id, &spec, usize::try_from(r.len)?, |out| {
-                match &mr {
-                    Some(mr) => mr.read(off, out),
-                    None => Ok(()),
-                }
+            let sent = self.xmit(&e.ip, id, &spec, usize::try_from(r.len)?, |out| match &mr {
+                Some(mr) => mr.read(off, out),
+                None => Ok(()),
             });
             self.dev.stats.inc(match sent {
                 Ok(()) => Rcvd::SentPkts,

@@ -12,6 +12,7 @@
 //! - `params.rs`: device limits, object counters, netdevice-to-RDMA mappings (MTU, GUID).
 //! - `queue.rs`: the rxe shared queue (ring in memory mapped by the user provider).
 //! - `cq.rs`: protection domains and completion queues.
+//! - `ah.rs`: address handles (checked address vectors, numbered for the user ABI).
 //! - `mr.rs`: memory regions: pinned user memory and its keys.
 //! - `net.rs`: the receive path (UDP port 4791): attribution, parsing, ICRC, dispatch to the
 //!   QP, port counters.
@@ -30,6 +31,7 @@ use kernel::rdma::{
     netdev::{self, NetDevice, NotifierRegistration},
 };
 
+mod ah;
 mod cq;
 mod device;
 mod engine;

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Address handles: a checked RoCEv2 address vector, numbered for the user ABI.
+//!
+//! rdma-core's rxe provider (v39 and later) names the address handle of a UD send WQE by the
+//! `ah_num` the driver returned at creation (`struct rxe_create_ah_resp`), instead of copying
+//! the address vector into every WQE; the device's table resolves the number. Numbers are
+//! 1..=32767, as in the C driver.
+
+use crate::Rrxe;
+use kernel::prelude::*;
+use kernel::rdma::{ah::AhInit, device::Device, qp::AhAttr};
+
+/// GID type of RoCE v2 entries (`IB_GID_TYPE_ROCE_UDP_ENCAP`).
+const GID_TYPE_ROCE_V2: u32 = 2;
+
+/// Largest AH number (the C driver's pool size).
+pub(crate) const MAX_AH: u32 = 32767;
+
+/// Per-AH state.
+pub(crate) struct RrxeAh {
+    /// The address vector, for UD sends (UD QPs are not carried out yet).
+    _attr: AhAttr,
+    /// Number in the device's table, 0 for kernel AHs (which are passed by reference).
+    num: u32,
+}
+
+impl RrxeAh {
+    /// Checks an address vector and, for a user AH, numbers it and returns the number in
+    /// the udata response.
+    pub(crate) fn new(dev: &Device<Rrxe>, init: &AhInit<'_>) -> Result<Self> {
+        let a = &init.attr;
+        if a.port_num != 1 || a.sgid_type != GID_TYPE_ROCE_V2 || a.dgid == [0; 16] {
+            return Err(EINVAL);
+        }
+        let num = match init.udata {
+            // struct rxe_create_ah_resp { __u32 ah_num; __u32 reserved; }
+            Some(u) if u.out_len() >= 8 => {
+                let num = dev.data().alloc_ah_num()?;
+                let mut resp = [0u8; 8];
+                resp[..4].copy_from_slice(&num.to_ne_bytes());
+                if let Err(e) = u.respond(&resp) {
+                    dev.data().free_ah_num(num);
+                    return Err(e);
+                }
+                num
+            }
+            // Providers before v39 embed the address vector in each WQE instead.
+            _ => 0,
+        };
+        Ok(Self { _attr: *a, num })
+    }
+
+    /// Releases the AH's number.
+    pub(crate) fn destroy(&self, dev: &Device<Rrxe>) {
+        if self.num != 0 {
+            dev.data().free_ah_num(self.num);
+        }
+    }
+}

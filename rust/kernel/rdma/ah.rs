@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Address handles (`struct ib_ah`): the path to a remote port, for datagram QPs.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use super::{
+    device::{Device, Driver, UData},
+    qp::AhAttr,
+};
+use crate::{bindings, prelude::*, types::Opaque};
+
+/// An address handle: the core-allocated `struct ib_ah` followed by the driver's data.
+///
+/// # Invariants
+///
+/// `ib` is at offset 0 and initialised by the core; `data` is initialised between a
+/// successful `create_ah` and a successful `destroy_ah`, the only span in which references
+/// exist.
+#[repr(C)]
+#[pin_data]
+pub struct Ah<T: Driver> {
+    #[pin]
+    pub(crate) ib: Opaque<bindings::ib_ah>,
+    #[pin]
+    pub(crate) data: T::Ah,
+}
+
+impl<T: Driver> Ah<T> {
+    /// Returns the driver data.
+    pub fn data(&self) -> &T::Ah {
+        &self.data
+    }
+
+    /// Returns the device.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: The core sets `device` before `create_ah`; it outlives its objects.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+}
+
+/// Parameters of a new address handle.
+pub struct AhInit<'a> {
+    /// The address vector (the core resolved the destination MAC and the source GID).
+    pub attr: AhAttr,
+    /// The call may sleep (`RDMA_CREATE_AH_SLEEPABLE`); if not, allocate atomically.
+    pub sleepable: bool,
+    /// Driver data from and to userspace, for a user AH.
+    pub udata: Option<&'a UData>,
+}
+
+/// `create_ah` and `create_user_ah` trampoline body.
+///
+/// # Safety
+///
+/// `ah` is a zeroed allocation of `size_ib_ah` bytes whose header the core initialised;
+/// `init` is valid with a valid `ah_attr` whose `grh.sgid_attr` is null or valid; `udata` is
+/// null or valid.
+pub(crate) unsafe fn create<T: Driver>(
+    ah: *mut bindings::ib_ah,
+    init: *mut bindings::rdma_ah_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> Result {
+    const {
+        assert!(core::mem::offset_of!(Ah<T>, ib) == 0);
+    }
+    // SAFETY: The core sets `device` first; `init` and its `ah_attr` are valid for the call.
+    let (dev, i, attr) = unsafe {
+        (
+            Device::<T>::from_raw((*ah).device),
+            &*init,
+            AhAttr::from_raw(&*(*init).ah_attr),
+        )
+    };
+    let ai = AhInit {
+        attr,
+        sleepable: i.flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0,
+        // SAFETY: `udata` is null or valid for the call.
+        udata: unsafe { UData::from_raw(udata) },
+    };
+    let data = T::create_ah(dev, &ai)?;
+    // SAFETY: `data` is uninitialised memory in the core's allocation, which never moves; on
+    // failure the core frees it without calling `destroy_ah`.
+    unsafe { pin_init::raw_try_init(&raw mut (*ah.cast::<Ah<T>>()).data, data) }
+}
+
+/// `destroy_ah` trampoline body.
+///
+/// # Safety
+///
+/// `ah` was initialised by `create_ah`; on success the core frees it next.
+pub(crate) unsafe fn destroy<T: Driver>(ah: *mut bindings::ib_ah) -> Result {
+    let this = ah.cast::<Ah<T>>();
+    // SAFETY: The AH is initialised.
+    T::destroy_ah(unsafe { &*this })?;
+    // SAFETY: Destroy succeeded: nothing uses the AH any more and the core frees it.
+    unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+    Ok(())
+}
