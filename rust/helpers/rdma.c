@@ -102,6 +102,16 @@ __rust_helper struct dst_entry *rust_helper_dst_clone(struct dst_entry *dst)
 	return dst_clone(dst);
 }
 
+__rust_helper void rust_helper_skb_queue_head_init(struct sk_buff_head *list)
+{
+	skb_queue_head_init(list);
+}
+
+__rust_helper void rust_helper_skb_queue_purge(struct sk_buff_head *list)
+{
+	skb_queue_purge(list);
+}
+
 /* LL_RESERVED_SPACE(): the link-layer headroom an outgoing packet needs on dev. */
 __rust_helper unsigned int rust_helper_ll_reserved_space(const struct net_device *dev)
 {

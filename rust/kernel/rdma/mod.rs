@@ -15,6 +15,7 @@
 //! - [`mmap`]: memory shared with userspace (the user provider maps queues).
 //! - [`net`]: the RoCEv2 UDP tunnel socket, received packets, routes and transmission.
 //! - [`timer`]: protocol timers embedded in driver objects.
+//! - [`bhwork`]: softirq work items embedded in driver objects (local delivery).
 //!
 //! The kernel crate is built into vmlinux, so these abstractions need the RDMA core built in
 //! (`CONFIG_INFINIBAND=y`, `CONFIG_INFINIBAND_USER_ACCESS=y`).
@@ -23,6 +24,7 @@
 //! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h)
 
 pub mod ah;
+pub mod bhwork;
 pub mod cq;
 pub mod device;
 pub mod link;

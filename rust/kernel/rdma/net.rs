@@ -22,6 +22,7 @@ use crate::{
     bindings,
     error::{from_err_ptr, to_result},
     prelude::*,
+    types::Opaque,
 };
 use core::{marker::PhantomData, ptr::NonNull};
 
@@ -174,6 +175,14 @@ impl Route {
         self.ipv6
     }
 
+    /// Returns whether the route leads to this host (its output device is a loopback one):
+    /// such packets must be handed to the local receive path rather than sent.
+    pub fn is_local(&self) -> bool {
+        // SAFETY: By the type invariant the route is valid and holds its device.
+        let flags = unsafe { (*(*self.dst.as_ptr()).__bindgen_anon_1.dev).flags };
+        flags & bindings::net_device_flags_IFF_LOOPBACK != 0
+    }
+
     /// Returns the headroom a packet needs for the link layer of the route's device.
     fn headroom(&self) -> usize {
         // SAFETY: By the type invariant the route is valid; its device is held by it.
@@ -256,6 +265,25 @@ impl TxBuf {
         unsafe { core::slice::from_raw_parts_mut(self.data.as_ptr(), self.len) }
     }
 
+    /// Turns the datagram into a received one, as if it had arrived on `dev` (local delivery
+    /// to a QP on the same device).
+    pub fn into_rx(self, dev: &NetDevice) -> RxPacket {
+        let skb = self.skb;
+        core::mem::forget(self);
+        // SAFETY: We own the buffer; its network and transport headers are set. The device
+        // is only used while the packet is processed, when the netdevice still exists (the
+        // caller's RDMA device holds it).
+        unsafe {
+            (*skb.as_ptr())
+                .__bindgen_anon_1
+                .__bindgen_anon_1
+                .__bindgen_anon_1
+                .dev = dev.as_raw();
+        }
+        // INVARIANT: An owned buffer whose headers are the IP and UDP ones.
+        RxPacket(skb)
+    }
+
     /// Sends the datagram along `route` (`ip_local_out` or `ip6_local_out`). The IP header's
     /// total or payload length and the IPv4 checksum are filled in here.
     ///
@@ -307,6 +335,58 @@ impl Drop for TxBuf {
     fn drop(&mut self) {
         // SAFETY: By the type invariant we own the buffer; dropping it unsent is a drop.
         unsafe { bindings::kfree_skb(self.skb.as_ptr()) };
+    }
+}
+
+/// A queue of received packets (`struct sk_buff_head`, with its own lock), e.g. for local
+/// delivery from the transmit path to a softirq work item.
+///
+/// # Invariants
+///
+/// `head` is initialised; every buffer on it is owned by the queue.
+#[pin_data(PinnedDrop)]
+pub struct PacketQueue {
+    #[pin]
+    head: Opaque<bindings::sk_buff_head>,
+}
+
+// SAFETY: The queue has its own irq-safe lock; the buffers are owned.
+unsafe impl Send for PacketQueue {}
+// SAFETY: See above.
+unsafe impl Sync for PacketQueue {}
+
+impl PacketQueue {
+    /// Returns an initialiser for an empty queue.
+    pub fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // INVARIANT: Initialised here.
+            // SAFETY: `slot` is valid for writes.
+            head <- Opaque::ffi_init(|slot| unsafe { bindings::skb_queue_head_init(slot) }),
+        })
+    }
+
+    /// Appends a packet.
+    pub fn push(&self, pkt: RxPacket) {
+        let skb = pkt.0.as_ptr();
+        core::mem::forget(pkt);
+        // SAFETY: The queue is initialised; it takes ownership of the buffer.
+        unsafe { bindings::skb_queue_tail(self.head.get(), skb) };
+    }
+
+    /// Takes the oldest packet.
+    pub fn pop(&self) -> Option<RxPacket> {
+        // SAFETY: The queue is initialised; a buffer taken off it is ours.
+        let skb = unsafe { bindings::skb_dequeue(self.head.get()) };
+        // INVARIANT: Queued buffers are received packets with their headers set.
+        NonNull::new(skb).map(RxPacket)
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for PacketQueue {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: The queue is initialised and owns its buffers.
+        unsafe { bindings::skb_queue_purge(self.head.get()) };
     }
 }
 

@@ -26,6 +26,11 @@ use kernel::rdma::{
     },
     netdev::NetDevice,
 };
+use kernel::rdma::{
+    bhwork::{impl_has_bh_work, BhWork, BhWorkCallback},
+    net::{PacketQueue, TunnelRx, TxBuf},
+};
+use kernel::sync::aref::ARef;
 use kernel::sync::{
     atomic::{ordering::Relaxed, Atomic},
     Arc, Mutex, SpinLock,
@@ -82,6 +87,15 @@ pub(crate) struct RrxeDev {
 /// the last QP, whose timers may run after the device is being torn down.
 #[pin_data]
 pub(crate) struct DevShared {
+    /// Local delivery: packets a QP sent to a QP of this device (to this host's own
+    /// address), handed to the receive path from softirq work rather than inside the
+    /// sender's locks. Declared first: dropping it waits for the work.
+    #[pin]
+    lo_work: BhWork<DevShared>,
+    #[pin]
+    lo_queue: PacketQueue,
+    /// The netdevice (local deliveries are attributed to it).
+    ndev: ARef<NetDevice>,
     /// Memory regions by key index (`key >> 8`). Lookups happen in softirq or with bottom
     /// halves disabled, and the region found is only used there: a deregistration takes the
     /// region out, then waits for an RCU grace period before the memory is unpinned.
@@ -94,7 +108,25 @@ pub(crate) struct DevShared {
     pub(crate) atomic_lock: SpinLock<()>,
 }
 
+impl_has_bh_work! {
+    impl HasBhWork for DevShared { self.lo_work }
+}
+
+impl BhWorkCallback for DevShared {
+    fn work_run(this: &Self) {
+        while let Some(pkt) = this.lo_queue.pop() {
+            <Rrxe as TunnelRx>::receive(pkt);
+        }
+    }
+}
+
 impl DevShared {
+    /// Delivers a datagram built for this host's own address to the receive path.
+    pub(crate) fn deliver_locally(&self, buf: TxBuf) {
+        self.lo_queue.push(buf.into_rx(&self.ndev));
+        self.lo_work.queue();
+    }
+
     /// Resolves a memory key (lkey or rkey) to its region.
     ///
     /// # Context
@@ -304,6 +336,9 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             next_ah: Atomic::new(0),
             shared: Arc::pin_init(
                 try_pin_init!(DevShared {
+                    lo_work <- BhWork::new(c"rrxe_loopback", kernel::static_lock_class!()),
+                    lo_queue <- PacketQueue::new(),
+                    ndev: ndev.into(),
                     mrs <- XArray::new(AllocKind::Alloc),
                     stats: Stats::new(),
                     atomic_lock <- new_spinlock!((), "rrxe_atomic"),

@@ -637,6 +637,12 @@ impl QpShared {
             IpHdr::V6(iph)
         };
         icrc::generate(&kernel_crc32, iph, udp, body).map_err(|_| EINVAL)?;
+        if route.is_local() {
+            // To a QP of this device: the IP layer would deliver it on the loopback device,
+            // which no RDMA device is bound to.
+            self.dev.deliver_locally(buf);
+            return Ok(());
+        }
         buf.send(&route)
     }
 
