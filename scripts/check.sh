@@ -124,6 +124,19 @@ guest_test interop-rx 300 "$REPO/scripts/tests/interop-rx.sh" "$REPO/scripts/tes
 guest_test interop-rx6 300 --file "$REPO/scripts/tests/interop-rx.sh" \
 	"$REPO/scripts/tests/interop-rx6.sh" "$REPO/scripts/tests/interop-rx6.sh"
 
+# Loopback: QPs of one device talking to each other, with stock tools.
+guest_test loopback 400 "$REPO/scripts/tests/loopback.sh"
+
+# Memory protection and layout, against libibverbs: wrong rkeys, ranges past a region,
+# missing access rights, zero lengths, scatter/gather lists (rc_access, 16 cases); rrxe on
+# both sides, then with the C rdma_rxe as client and as server.
+guest_test access-rrxe 300 --file "$REPO/scripts/tests/access.sh" \
+	"$REPO/scripts/tests/access-rrxe.sh" "$REPO/scripts/tests/access-rrxe.sh"
+guest_test access-mixed 300 --file "$REPO/scripts/tests/access.sh" \
+	"$REPO/scripts/tests/access-mixed.sh" "$REPO/scripts/tests/access-mixed.sh"
+guest_test access-mixed2 300 --file "$REPO/scripts/tests/access.sh" \
+	"$REPO/scripts/tests/access-mixed2.sh" "$REPO/scripts/tests/access-mixed2.sh"
+
 # Real traffic of the C rdma_rxe between two guests: every captured RoCEv2 packet must parse,
 # pass its ICRC and rebuild to the same bytes (rrxe-decode), and every opcode the tools
 # produce must be there.
