@@ -36,7 +36,7 @@ impl RrxeAh {
         let num = match init.udata {
             // struct rxe_create_ah_resp { __u32 ah_num; __u32 reserved; }
             Some(u) if u.out_len() >= 8 => {
-                let num = dev.data().alloc_ah_num()?;
+                let num = dev.data().alloc_ah_num(a)?;
                 let mut resp = [0u8; 8];
                 resp[..4].copy_from_slice(&num.to_ne_bytes());
                 if let Err(e) = u.respond(&resp) {

@@ -15,7 +15,11 @@ use kernel::rdma::{
     ah::{Ah, AhInit},
     mr::{random_key_byte, Mr, MrKeys, UserMrReq},
     pd::Pd,
-    qp::{Qp, QpAttrs, QpCaps, QpInit},
+    qp::{AhAttr, Qp, QpAttrs, QpCaps, QpInit},
+};
+use kernel::rdma::{
+    bhwork::{impl_has_bh_work, BhWork, BhWorkCallback},
+    net::{PacketQueue, TunnelRx, TxBuf},
 };
 use kernel::rdma::{
     cq::{Cq, CqInit, NotifyFlags},
@@ -25,10 +29,6 @@ use kernel::rdma::{
         UnregisteredDevice, MGMT_MAD_SIZE,
     },
     netdev::NetDevice,
-};
-use kernel::rdma::{
-    bhwork::{impl_has_bh_work, BhWork, BhWorkCallback},
-    net::{PacketQueue, TunnelRx, TxBuf},
 };
 use kernel::sync::aref::ARef;
 use kernel::sync::{
@@ -73,9 +73,7 @@ pub(crate) struct RrxeDev {
     next_mr: Atomic<u32>,
     /// Protection domain identities handed out so far.
     next_pd: Atomic<u32>,
-    /// User address handle numbers in use (the value is the number itself).
-    #[pin]
-    ah_nums: XArray<KBox<u32>>,
+    /// Serialises user AH numbering.
     #[pin]
     ah_lock: Mutex<()>,
     next_ah: Atomic<u32>,
@@ -101,6 +99,10 @@ pub(crate) struct DevShared {
     /// region out, then waits for an RCU grace period before the memory is unpinned.
     #[pin]
     mrs: XArray<Arc<MrInner>>,
+    /// User address handles by number (the address vector); lookups (UD sends) happen with
+    /// bottom halves disabled.
+    #[pin]
+    ah_nums: XArray<KBox<AhAttr>>,
     /// Port counters.
     pub(crate) stats: Stats,
     /// Makes atomics from the wire atomic with respect to each other (IBV_ATOMIC_HCA).
@@ -125,6 +127,16 @@ impl DevShared {
     pub(crate) fn deliver_locally(&self, buf: TxBuf) {
         self.lo_queue.push(buf.into_rx(&self.ndev));
         self.lo_work.queue();
+    }
+
+    /// Returns the address vector of user AH number `n`.
+    ///
+    /// # Context
+    ///
+    /// Bottom halves disabled (the doorbell).
+    pub(crate) fn ah(&self, n: u32) -> Option<AhAttr> {
+        let xa = self.ah_nums.lock();
+        xa.get(n as usize).copied()
     }
 
     /// Resolves a memory key (lkey or rkey) to its region.
@@ -208,13 +220,14 @@ impl RrxeDev {
         drop(old);
     }
 
-    /// Allocates an unused address handle number (1..=32767).
-    pub(crate) fn alloc_ah_num(&self) -> Result<u32> {
+    /// Numbers a user address handle (1..=32767).
+    pub(crate) fn alloc_ah_num(&self, attr: &AhAttr) -> Result<u32> {
         let _guard = self.ah_lock.lock();
         for _ in 0..MAX_AH {
             let n = self.next_ah.fetch_add(1, Relaxed) % MAX_AH + 1;
-            let entry = KBox::new(n, GFP_KERNEL)?;
-            let mut xa = self.ah_nums.lock();
+            let entry = KBox::new(*attr, GFP_KERNEL)?;
+            let _bh = BhGuard::new();
+            let mut xa = self.shared.ah_nums.lock();
             if xa.get(n as usize).is_none() {
                 xa.store(n as usize, entry, GFP_ATOMIC)?;
                 return Ok(n);
@@ -226,7 +239,11 @@ impl RrxeDev {
     /// Releases an address handle number.
     pub(crate) fn free_ah_num(&self, n: u32) {
         let _guard = self.ah_lock.lock();
-        let old = self.ah_nums.lock().remove(n as usize);
+        let old = {
+            let _bh = BhGuard::new();
+            let mut xa = self.shared.ah_nums.lock();
+            xa.remove(n as usize)
+        };
         drop(old);
     }
 
@@ -331,7 +348,6 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             mr_lock <- new_mutex!(()),
             next_mr: Atomic::new(0),
             next_pd: Atomic::new(1),
-            ah_nums <- XArray::new(AllocKind::Alloc),
             ah_lock <- new_mutex!(()),
             next_ah: Atomic::new(0),
             shared: Arc::pin_init(
@@ -340,6 +356,7 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
                     lo_queue <- PacketQueue::new(),
                     ndev: ndev.into(),
                     mrs <- XArray::new(AllocKind::Alloc),
+                    ah_nums <- XArray::new(AllocKind::Alloc),
                     stats: Stats::new(),
                     atomic_lock <- new_spinlock!((), "rrxe_atomic"),
                 }),

@@ -29,10 +29,11 @@ use crate::net::Rcvd;
 use crate::params;
 use crate::proto::{
     aeth::RnrTimer,
-    bth::Qpn,
+    bth::{BthFields, Qpn},
+    ext::{DethFields, ImmDtFields},
     icrc::{self, IpHdr, UDP_LEN},
     ip::{self, IpParams},
-    opcode::QpType as WireQpType,
+    opcode::{Op, Opcode, QpType as WireQpType},
     packet::{self, Packet, PacketSpec},
     psn::Psn,
     rc::{
@@ -44,7 +45,7 @@ use crate::proto::{
     },
     uabi::{
         self, Completion, KernelConsumer, LengthCheck, RecvQueueParams, SendData, SendFlags,
-        SendOp, SendQueueParams, SendQueueState, SgeList, WcEx, WrOpcode, MAX_MSG_SIZE,
+        SendOp, SendQueueParams, SendQueueState, SgeList, UdAddress, WcEx, WrOpcode, MAX_MSG_SIZE,
     },
 };
 use crate::queue::SharedQueue;
@@ -87,6 +88,8 @@ pub(crate) struct QpShared {
     #[pin]
     eng: SpinLock<Engine>,
     qpn: u32,
+    /// RC or UD.
+    qp_type: WireQpType,
     pd_id: u32,
     ifindex: i32,
     sig_all: bool,
@@ -135,6 +138,8 @@ pub(crate) struct Engine {
     timeout_us: Option<u32>,
     /// IPv4 identification of the next packet.
     ip_id: u16,
+    /// UD: PSN of the next datagram.
+    ud_psn: Psn,
 }
 
 /// Completion events to raise once the engine lock is dropped.
@@ -147,6 +152,7 @@ struct Events {
 /// Parameters of a new QP's data path.
 pub(crate) struct QpSetup {
     pub(crate) qpn: u32,
+    pub(crate) qp_type: WireQpType,
     pub(crate) pd_id: u32,
     pub(crate) ifindex: i32,
     pub(crate) sig_all: bool,
@@ -244,7 +250,7 @@ impl QpShared {
             sqs: SendQueueState::new(sq_geo),
             rqc: s.rq.as_ref().map(|q| KernelConsumer::new(q.geometry())),
             sq_params: SendQueueParams {
-                qp_type: WireQpType::Rc,
+                qp_type: s.qp_type,
                 max_sge: s.caps.max_send_sge,
                 max_inline: s.caps.max_inline_data,
                 max_msg_size: MAX_MSG_SIZE,
@@ -266,6 +272,7 @@ impl QpShared {
             dest_qpn: Qpn::new(0),
             timeout_us: None,
             ip_id: 0,
+            ud_psn: Psn::new(0),
             attrs: s.attrs,
             caps: s.caps,
         };
@@ -275,6 +282,7 @@ impl QpShared {
                 rnr <- Timer::new(c"rrxe_qp_rnr", kernel::static_lock_class!()),
                 eng <- new_spinlock!(eng, "rrxe_qp"),
                 qpn: s.qpn,
+                qp_type: s.qp_type,
                 pd_id: s.pd_id,
                 ifindex: s.ifindex,
                 sig_all: s.sig_all,
@@ -369,7 +377,10 @@ impl QpShared {
                         sport: ip::udp_sport(this.qpn),
                     };
                 }
-                (QpState::Rtr, QpState::Rts) => e.sender.reset(sender_config(&a)),
+                (QpState::Rtr, QpState::Rts) => {
+                    e.sender.reset(sender_config(&a));
+                    e.ud_psn = Psn::new(a.sq_psn);
+                }
                 (QpState::Rts, QpState::Sqd) => e.sender.set_sq_drain(true),
                 (QpState::Sqd, QpState::Rts) => {
                     e.sender.set_sq_drain(false);
@@ -423,6 +434,10 @@ impl QpShared {
     /// Moves posted WQEs into the sender, transmits what it allows and carries out its
     /// actions, until nothing is left to do.
     fn pump(&self, e: &mut Engine, ev: &mut Events) {
+        if self.qp_type == WireQpType::Ud {
+            self.pump_ud(e, ev);
+            return;
+        }
         self.fill_sender(e);
         while let Some(p) = e.sender.next_packet() {
             let stat = match self.send_request(e, &p) {
@@ -437,6 +452,182 @@ impl QpShared {
         if e.sq_error.is_some() && e.sender.is_idle() {
             self.fail_sq_head(e, ev);
         }
+    }
+
+    /// UD: sends every posted WQE as one datagram and completes it (unreliable: there is
+    /// nothing to wait for).
+    fn pump_ud(&self, e: &mut Engine, ev: &mut Events) {
+        let elem = e.sqs.geometry().elem_size();
+        loop {
+            let Ok(prod) = self.sq.producer_acquire() else {
+                return;
+            };
+            let slot = match e.sqs.next_to_start(prod) {
+                Ok(Some(slot)) => slot,
+                Ok(None) => return,
+                Err(_) => {
+                    e.sq_error = Some(WcStatus::LocQpOpErr);
+                    self.fail_sq_head(e, ev);
+                    return;
+                }
+            };
+            let Some(copy) = shadow_slot_mut(&mut e.shadow, 0, elem) else {
+                return;
+            };
+            let status = match self.sq.read_slot(&slot, copy) {
+                Ok(()) => self.send_datagram(e),
+                Err(_) => Err(WcStatus::LocQpOpErr),
+            };
+            if let Err(status) = status {
+                e.sq_error = Some(status);
+                self.fail_sq_head(e, ev);
+                return;
+            }
+            if e.sqs.mark_started(prod).is_err() {
+                return;
+            }
+            self.complete_send(e, ev, 0, WcStatus::Success);
+        }
+    }
+
+    /// UD: validates the WQE copy in shadow slot 0 and sends its datagram.
+    fn send_datagram(&self, e: &mut Engine) -> core::result::Result<(), WcStatus> {
+        let elem = e.sqs.geometry().elem_size();
+        let copy = shadow_slot(&e.shadow, 0, elem).ok_or(WcStatus::LocQpOpErr)?;
+        let wqe = uabi::validate_send_wqe(copy, &e.sq_params).map_err(|e| e.send_status())?;
+        let SendOp::Send {
+            imm, ud: Some(ud), ..
+        } = *wqe.op()
+        else {
+            return Err(WcStatus::LocQpOpErr);
+        };
+        let mtu = path_mtu(&e.attrs).bytes();
+        if wqe.length() > mtu {
+            return Err(WcStatus::LocLenErr);
+        }
+        let UdAddress::Ah(num) = ud.address else {
+            return Err(WcStatus::LocQpOpErr);
+        };
+        let ah = self.dev.ah(num).ok_or(WcStatus::LocQpOpErr)?;
+        let ip = IpParams {
+            src: ah.sgid,
+            dst: ah.dgid,
+            traffic_class: ah.traffic_class,
+            hop_limit: if ah.hop_limit == 0 { 64 } else { ah.hop_limit },
+            flow_label: ah.flow_label,
+            sport: ip::udp_sport(self.qpn),
+        };
+        // A Q_Key with the high bit set means "use the QP's" (IBA 10.2.5).
+        let qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
+            e.attrs.qkey
+        } else {
+            ud.remote_qkey
+        };
+        let psn = e.ud_psn;
+        e.ud_psn = psn.next();
+        let spec = PacketSpec {
+            bth: BthFields {
+                opcode: if imm.is_some() {
+                    Opcode::UD_SEND_ONLY_WITH_IMMEDIATE
+                } else {
+                    Opcode::UD_SEND_ONLY
+                },
+                solicited: wqe.flags().contains(SendFlags::SOLICITED),
+                pkey: PKEY,
+                dest_qp: ud.remote_qpn,
+                psn,
+                ..BthFields::default()
+            },
+            deth: Some(DethFields {
+                qkey,
+                resv: 0,
+                src_qp: Qpn::new(self.qpn),
+            }),
+            immdt: imm.map(|imm| ImmDtFields { imm }),
+            ..PacketSpec::default()
+        };
+        let len = usize::try_from(wqe.length()).map_err(|_| WcStatus::LocLenErr)?;
+        let id = e.ip_id;
+        e.ip_id = id.wrapping_add(1);
+        let sent = self.xmit(&ip, id, &spec, len, |out| match wqe.data() {
+            SendData::Inline(bytes) => {
+                out.copy_from_slice(bytes.get(..out.len()).ok_or(EINVAL)?);
+                Ok(())
+            }
+            SendData::Sges(sges) => self.gather(sges, 0, out),
+            SendData::None => Ok(()),
+        });
+        // A datagram that cannot be sent is lost, as on a wire; a bad local key is the
+        // sender's error.
+        match sent {
+            Ok(()) => self.dev.stats.inc(Rcvd::SentPkts),
+            Err(e) if e == EINVAL => return Err(WcStatus::LocProtErr),
+            Err(_) => self.dev.stats.inc(Rcvd::SendErrors),
+        }
+        Ok(())
+    }
+
+    /// UD: takes a datagram into the head receive WQE: the 40-byte GRH (for IPv4, 20 zero
+    /// bytes and the IPv4 header) followed by the payload.
+    fn on_datagram(
+        &self,
+        e: &mut Engine,
+        ev: &mut Events,
+        pkt: &Packet<'_>,
+        ip: &IpHdr<'_>,
+    ) -> bool {
+        if !matches!(
+            e.attrs.state,
+            Some(QpState::Rtr | QpState::Rts | QpState::Sqd)
+        ) {
+            return false;
+        }
+        let Some(deth) = pkt.deth else {
+            return false;
+        };
+        if pkt.opcode().info().is_none_or(|i| i.op != Op::Send) || deth.qkey() != e.attrs.qkey {
+            return false;
+        }
+        let mut grh = [0u8; 40];
+        let hdr = match ip {
+            IpHdr::V4(h) => grh.get_mut(20..).zip(h.get(..20)),
+            IpHdr::V6(h) => Some((&mut grh[..], h.get(..40).unwrap_or(&[0; 40]))),
+        };
+        if let Some((dst, src)) = hdr {
+            dst.copy_from_slice(src);
+        }
+        let (len, prod) = match self.peek_recv(e) {
+            Ok(Some(head)) => head,
+            // No receive posted: a datagram is simply dropped.
+            Ok(None) => return false,
+            Err(()) => {
+                self.enter_error(e, ev);
+                return false;
+            }
+        };
+        // Too small a buffer: the receive completes with a length error.
+        let fits =
+            usize::try_from(len).is_ok_and(|l| l >= pkt.payload.len().saturating_add(grh.len()));
+        core::mem::swap(&mut e.rwqe, &mut e.stage);
+        if let (Some(rq), Some(rqc)) = (&self.rq, &mut e.rqc) {
+            if let Ok(p) = rqc.advance(prod) {
+                let _ = rq.publish(p);
+            }
+        }
+        let wr_id = raw_wr_id(&e.rwqe);
+        let placed =
+            fits && self.scatter(e, 0, &grh).is_ok() && self.scatter(e, 40, pkt.payload).is_ok();
+        let c = if placed {
+            let byte_len = u32::try_from(pkt.payload.len().saturating_add(40)).unwrap_or(u32::MAX);
+            let ex = pkt.immdt.map_or(WcEx::None, |i| WcEx::Imm(i.imm()));
+            Completion::recv_success(wr_id, self.qpn, byte_len, false, ex, deth.src_qp().get(), 1)
+        } else if fits {
+            Completion::send_error(wr_id, WcStatus::LocProtErr, self.qpn)
+        } else {
+            Completion::send_error(wr_id, WcStatus::LocLenErr, self.qpn)
+        };
+        self.post_cqe(ev, false, &c, pkt.bth.solicited());
+        true
     }
 
     /// Copies, validates and posts the WQEs userspace added to the send queue.
@@ -789,16 +980,20 @@ impl QpShared {
         }
     }
 
-    /// Takes a packet for this QP from the receive path (softirq); `src` is the IP source
-    /// address as a GID. Returns whether the QP accepted it.
-    pub(crate) fn receive(&self, pkt: &Packet<'_>, src: &[u8; 16]) -> bool {
+    /// Takes a packet for this QP from the receive path (softirq); `ip` is its IP header and
+    /// `src` the IP source address as a GID. Returns whether the QP accepted it.
+    pub(crate) fn receive(&self, pkt: &Packet<'_>, ip: &IpHdr<'_>, src: &[u8; 16]) -> bool {
         let mut ev = Events::default();
         let taken = {
             let mut e = self.eng.lock();
             let e = &mut *e;
             let is_request = pkt.opcode().info().is_some_and(|i| i.is_request());
-            // RC: only the connected peer is heard.
-            if pkt.bth.pkey() & 0x7fff != PKEY & 0x7fff || &e.ip.dst != src {
+            if pkt.bth.pkey() & 0x7fff != PKEY & 0x7fff {
+                false
+            } else if self.qp_type == WireQpType::Ud {
+                self.on_datagram(e, &mut ev, pkt, ip)
+            } else if &e.ip.dst != src {
+                // RC: only the connected peer is heard.
                 false
             } else if is_request {
                 self.on_request(e, &mut ev, pkt)

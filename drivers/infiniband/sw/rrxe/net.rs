@@ -109,8 +109,11 @@ fn source_gid(ip: &IpHdr<'_>) -> [u8; 16] {
     gid
 }
 
-/// What a received datagram is, once checked: the parsed packet and its source.
-fn classify<'a>(ip: &'a [u8], udp: &'a [u8]) -> core::result::Result<(Packet<'a>, [u8; 16]), Rcvd> {
+/// What a received datagram is, once checked: the parsed packet and its IP header.
+fn classify<'a>(
+    ip: &'a [u8],
+    udp: &'a [u8],
+) -> core::result::Result<(Packet<'a>, IpHdr<'a>), Rcvd> {
     let (udp_hdr, rest) = udp.split_at_checked(8).ok_or(Rcvd::Malformed)?;
     // The UDP length bounds the payload (link-layer padding is not part of it).
     let udp_len = usize::from(u16::from_be_bytes([udp_hdr[4], udp_hdr[5]]));
@@ -124,7 +127,7 @@ fn classify<'a>(ip: &'a [u8], udp: &'a [u8]) -> core::result::Result<(Packet<'a>
         _ => return Err(Rcvd::Malformed),
     };
     icrc::verify(&kernel_crc32, ip, udp_hdr, payload).map_err(|_| Rcvd::IcrcErr)?;
-    Ok((pkt, source_gid(&ip)))
+    Ok((pkt, ip))
 }
 
 impl TunnelRx for Rrxe {
@@ -143,10 +146,10 @@ impl TunnelRx for Rrxe {
             .ok_or(Rcvd::Malformed)
             .and_then(|(ip, udp)| classify(ip, udp))
         {
-            Ok((p, src)) => {
+            Ok((p, ip)) => {
                 stats.inc(Rcvd::Pkts);
                 match dev.data().qp(p.bth.dest_qp().get()) {
-                    Some(qp) if qp.receive(&p, &src) => true,
+                    Some(qp) if qp.receive(&p, &ip, &source_gid(&ip)) => true,
                     Some(_) => {
                         stats.inc(Rcvd::Dropped);
                         false

@@ -6,6 +6,7 @@
 
 use crate::engine::{QpSetup, QpShared};
 use crate::params::{self, Slot};
+use crate::proto::opcode::QpType as WireQpType;
 use crate::proto::uabi::{self, CreateQpRespFields, QueueGeometry, CACHE_LINE_SIZE};
 use crate::queue::SharedQueue;
 use crate::Rrxe;
@@ -55,11 +56,12 @@ impl RrxeQp {
         if init.create_flags != 0 {
             return Err(EOPNOTSUPP);
         }
-        match init.qp_type {
-            QpType::Rc => {}
-            // UC and UD, and QP1 for the RDMA CM, come with the kernel verbs, not yet.
+        let wire_type = match init.qp_type {
+            QpType::Rc => WireQpType::Rc,
+            QpType::Ud => WireQpType::Ud,
+            // UC, and QP1 for the RDMA CM (kernel verbs), are not carried out yet.
             _ => return Err(EOPNOTSUPP),
-        }
+        };
         let (Some(scq), Some(rcq)) = (init.send_cq(), init.recv_cq()) else {
             return Err(EINVAL);
         };
@@ -111,6 +113,7 @@ impl RrxeQp {
         }
         let shared = QpShared::new(QpSetup {
             qpn,
+            qp_type: wire_type,
             pd_id: pd.data().id,
             ifindex,
             sig_all: init.sq_sig_all,
