@@ -124,6 +124,26 @@ guest_test interop-rx 300 "$REPO/scripts/tests/interop-rx.sh" "$REPO/scripts/tes
 guest_test interop-rx6 300 --file "$REPO/scripts/tests/interop-rx.sh" \
 	"$REPO/scripts/tests/interop-rx6.sh" "$REPO/scripts/tests/interop-rx6.sh"
 
+# RC SEND/RECV end to end: ibv_rc_pingpong -c 1 B..1 MiB (+ -e), and single SENDs with every
+# byte checked (rc_rnr -P); rrxe on both guests, then each side against the C rdma_rxe.
+guest_test pingpong 600 --file "$REPO/scripts/tests/pingpong.sh" \
+	"$REPO/scripts/tests/pingpong-rrxe.sh" "$REPO/scripts/tests/pingpong-rrxe.sh"
+guest_test pingpong-rxe-server 600 --file "$REPO/scripts/tests/pingpong.sh" \
+	"$REPO/scripts/tests/pingpong-rxe-server.sh" "$REPO/scripts/tests/pingpong-rxe-server.sh"
+guest_test pingpong-rrxe-server 600 --file "$REPO/scripts/tests/pingpong.sh" \
+	"$REPO/scripts/tests/pingpong-rrxe-server.sh" "$REPO/scripts/tests/pingpong-rrxe-server.sh"
+grep -ah '^RRXE-PERF' "$OUTDIR"/pingpong*/a.console || true
+# RC retransmission: 5% loss (netem) on guest b's egress, 64 KiB and 1 MiB with data checks.
+guest_test loss 600 "$REPO/scripts/tests/loss.sh" "$REPO/scripts/tests/loss.sh"
+# RNR: retry exceeded (rnr_retry 1 and 0, NAK count) and a late receive (64 B, 64 KiB).
+guest_test rnr 300 "$REPO/scripts/tests/rnr.sh" "$REPO/scripts/tests/rnr.sh"
+# SIGKILL with traffic in flight, then link del + rmmod, and rmmod with the device: no leak,
+# no warning.
+guest_test teardown 600 "$REPO/scripts/tests/teardown.sh" "$REPO/scripts/tests/teardown.sh"
+# UD: ibv_ud_pingpong with data checks, rrxe on both guests and against rdma_rxe both ways.
+guest_test ud 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/ud-rrxe.sh" "$REPO/scripts/tests/ud-rrxe.sh"
+guest_test ud-mixed 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/ud-mixed.sh" "$REPO/scripts/tests/ud-mixed.sh"
+
 # Loopback: QPs of one device talking to each other, with stock tools.
 guest_test loopback 400 "$REPO/scripts/tests/loopback.sh"
 

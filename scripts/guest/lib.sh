@@ -85,3 +85,149 @@ dmesg_check() {
 		return 1
 	fi
 }
+
+# rdma_use DRIVER: loads DRIVER (rrxe: rdma_rrxe, rxe: the C rdma_rxe), creates its device
+# on eth0 (rrxe0 or rxe0) and sets DEV to its name and GID to its RoCE v2 IPv4 GID index.
+rdma_use() {
+	case "$1" in
+	rrxe) rdma_link rdma_rrxe rrxe rrxe0; DEV=rrxe0 ;;
+	rxe) rdma_link rdma_rxe rxe rxe0; DEV=rxe0 ;;
+	*) die "unknown driver '$1' (rrxe or rxe)" ;;
+	esac
+	GID=$(rrxe_gid_index "$DEV") || die "no RoCE v2 GID on $DEV"
+}
+
+# connect_retry TRIES OUT CMD...: runs a one-shot client (ibv_*_pingpong, rc_rnr) with its
+# output in OUT until it got through to its server (no "Couldn't connect"), at most TRIES
+# times 0.2 s apart. Returns the client's exit status of the last try.
+connect_retry() {
+	local tries=$1 out=$2 i=1 rc
+	shift 2
+	while :; do
+		"$@" >"$out" 2>&1
+		rc=$?
+		grep -q "Couldn't connect" "$out" || return $rc
+		[ $i -ge "$tries" ] && return $rc
+		i=$((i + 1))
+		sleep 0.2
+	done
+}
+
+# tell_peer PORT WORDS...: sends WORDS to the peer's `hear PORT` (retried for 30 s).
+tell_peer() {
+	local port=$1
+	shift
+	retry 150 0.2 sh -c "echo '$*' | nc $RRXE_PEER $port"
+}
+
+# hear PORT [SECS]: prints what the peer sends with tell_peer PORT (waits up to 120 s).
+hear() { timeout "${2:-120}" nc -l -p "$1"; }
+
+# absorb_client PORT SERVER_OUT: after a one-shot server failed before any client got
+# through (no "remote address" in SERVER_OUT), accept and drop the client that keeps
+# retrying on PORT, so that it fails (and reports) now rather than after its retries.
+absorb_client() {
+	grep -q "remote address" "$2" || timeout 3 nc -l -p "$1" </dev/null >/dev/null 2>&1
+}
+
+# rc_pingpong NAME SIZE ITERS [OPTS...]: one ibv_rc_pingpong exchange of SIZE-byte SENDs
+# on $DEV/$GID with data checking (-c) and path MTU 1024, the server on guest a and the
+# client on guest b (both call it, in the same order). TCP port $PP_PORT (incremented for
+# the next call; $PP_PORT+100 carries the client's result to the server); each side is
+# killed after $PP_TIMEOUT s (default 45). Guest a judges: both sides exit 0 and print
+# their "bytes in ... seconds" line, and the server found no "invalid data" (rdma-core's
+# -c only prints it, checking the first byte of each page of what the client sent). Prints
+# `RRXE-TEST NAME ok|FAIL` on guest a and returns 1 on failure; rdma-core's output is
+# shown, and on guest a /tmp/server.out keeps it. Once guest b failed to report a result
+# (PEER_GONE), later calls on guest a FAIL at once instead of waiting for it.
+rc_pingpong() {
+	local name=$1 size=$2 iters=$3 port=${PP_PORT:-18600} tmo=${PP_TIMEOUT:-45} rc crc= cbytes= l
+	shift 3
+	PP_PORT=$((port + 1))
+	local cmd=(ibv_rc_pingpong -d "$DEV" -g "$GID" -m 1024 -c -p "$port" -s "$size" -n "$iters" "$@")
+	if [ "$RRXE_NAME" != a ]; then
+		# The server for this run starts once the previous one exited: retry the connect
+		# (the first run also waits for guest a to boot and set up its device).
+		log "client: ${cmd[*]} $RRXE_PEER"
+		connect_retry 150 /tmp/client.out timeout "$tmo" "${cmd[@]}" "$RRXE_PEER"
+		rc=$?
+		sed 's/^/   client: /' /tmp/client.out
+		tell_peer $((port + 100)) "$rc" "$(grep -c 'bytes in .* seconds' /tmp/client.out)" ||
+			die "cannot report to guest a"
+		return 0
+	fi
+	if [ -n "${PEER_GONE:-}" ]; then
+		echo "RRXE-TEST $name FAIL: not run, guest b stopped answering"
+		return 1
+	fi
+	hear $((port + 100)) $((2 * tmo + 15)) >/tmp/client.result &
+	l=$!
+	log "server: ${cmd[*]}"
+	timeout "$tmo" "${cmd[@]}" >/tmp/server.out 2>&1
+	rc=$?
+	[ $rc = 0 ] || absorb_client "$port" /tmp/server.out
+	sed 's/^/   server: /' /tmp/server.out
+	wait "$l"
+	read -r crc cbytes </tmp/client.result
+	[ -n "$crc" ] || PEER_GONE=1
+	set --
+	if [ "$rc" != 0 ]; then set -- "server exit status $rc$([ "$rc" = 124 ] && echo ' (timeout)'): $(tail -1 /tmp/server.out)"
+	elif ! grep -q "bytes in .* seconds" /tmp/server.out; then set -- "server printed no bytes/seconds line"
+	elif grep -q "invalid data" /tmp/server.out; then set -- "server: $(grep -m1 'invalid data' /tmp/server.out)"
+	elif [ -z "$crc" ]; then set -- "no result from the client"
+	elif [ "$crc" != 0 ]; then set -- "client exit status $crc$([ "$crc" = 124 ] && echo ' (timeout)')"
+	elif [ "$cbytes" != 1 ]; then set -- "client printed no bytes/seconds line"
+	fi
+	if [ $# = 0 ]; then
+		echo "RRXE-TEST $name ok"
+	else
+		echo "RRXE-TEST $name FAIL: $1"
+		return 1
+	fi
+}
+
+# pair_run NAME PORT TMO SERVER_CMD... -- CLIENT_CMD...: runs SERVER_CMD on guest a and
+# CLIENT_CMD $RRXE_PEER on guest b (both call it, in the same order), each killed after
+# TMO s; the client is retried until it got through to its server (connect_retry), and
+# reports its exit status on TCP port PORT+100. Guest a prints `RRXE-TEST NAME ok` if both
+# exited 0, else FAIL, and returns 1; both show the commands' output (on guest a
+# /tmp/server.out keeps it). PEER_GONE as for rc_pingpong.
+pair_run() {
+	local name=$1 port=$2 tmo=$3 scmd=() rc crc= l
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do scmd+=("$1"); shift; done
+	shift
+	if [ "$RRXE_NAME" != a ]; then
+		log "client: $* $RRXE_PEER"
+		connect_retry 150 /tmp/client.out timeout "$tmo" "$@" "$RRXE_PEER"
+		rc=$?
+		sed 's/^/   /' /tmp/client.out
+		tell_peer $((port + 100)) "$rc" || die "cannot report to guest a"
+		return 0
+	fi
+	if [ -n "${PEER_GONE:-}" ]; then
+		echo "RRXE-TEST $name FAIL: not run, guest b stopped answering"
+		return 1
+	fi
+	hear $((port + 100)) $((2 * tmo + 15)) >/tmp/client.result &
+	l=$!
+	log "server: ${scmd[*]}"
+	timeout "$tmo" "${scmd[@]}" >/tmp/server.out 2>&1
+	rc=$?
+	[ $rc = 0 ] || absorb_client "$port" /tmp/server.out
+	sed 's/^/   /' /tmp/server.out
+	wait "$l"
+	read -r crc </tmp/client.result
+	[ -n "$crc" ] || PEER_GONE=1
+	set --
+	if [ "$rc" != 0 ]; then set -- "server exit status $rc$([ "$rc" = 124 ] && echo ' (timeout)'): $(tail -1 /tmp/server.out)"
+	elif [ -z "$crc" ]; then set -- "no result from the client"
+	elif [ "$crc" != 0 ]; then set -- "client exit status $crc$([ "$crc" = 124 ] && echo ' (timeout)') (see guest b)"
+	fi
+	if [ $# = 0 ]; then
+		echo "RRXE-TEST $name ok"
+	else
+		echo "RRXE-TEST $name FAIL: $1"
+		return 1
+	fi
+}
