@@ -144,6 +144,12 @@ guest_test teardown 600 "$REPO/scripts/tests/teardown.sh" "$REPO/scripts/tests/t
 guest_test ud 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/ud-rrxe.sh" "$REPO/scripts/tests/ud-rrxe.sh"
 guest_test ud-mixed 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/ud-mixed.sh" "$REPO/scripts/tests/ud-mixed.sh"
 
+# RDMA CM: rping (SEND, READ, WRITE, verified) connected by the kernel's connection manager
+# over QP1 (the MAD layer's kernel UD QP), rrxe on both guests and against rdma_rxe both ways.
+guest_test rping 300 --file "$REPO/scripts/tests/rping.sh" "$REPO/scripts/tests/rping-rrxe.sh" "$REPO/scripts/tests/rping-rrxe.sh"
+guest_test rping-mixed 300 --file "$REPO/scripts/tests/rping.sh" "$REPO/scripts/tests/rping-mixed.sh" "$REPO/scripts/tests/rping-mixed.sh"
+guest_test rping-mixed2 300 --file "$REPO/scripts/tests/rping.sh" "$REPO/scripts/tests/rping-mixed2.sh" "$REPO/scripts/tests/rping-mixed2.sh"
+
 # Loopback: QPs of one device talking to each other, with stock tools.
 guest_test loopback 400 "$REPO/scripts/tests/loopback.sh"
 

@@ -51,7 +51,8 @@ for t in $TOOLS; do
 	bins+=("$p")
 done
 libs_of() { ldd "$@" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3; next} /^\t\// {print $1}'; }
-mapfile -t libs < <(libs_of "${bins[@]}" "$PROVIDER" "${EXTRA[@]}" | sort -u)
+# libgcc_s is loaded at run time by pthread_exit() (rping's threads), not linked.
+mapfile -t libs < <({ readlink -f /lib/x86_64-linux-gnu/libgcc_s.so.1; libs_of "${bins[@]}" "$PROVIDER" "${EXTRA[@]}"; } | sort -u)
 data=("$PROVIDER" /etc/libibverbs.d/rxe.driver "$MULTIARCH"/tc/*.dist)
 mapfile -t -O ${#data[@]} data < <(find /etc/iproute2 -type f)
 MODDIR=

@@ -2,6 +2,7 @@
 
 #include <linux/bottom_half.h>
 #include <linux/if_vlan.h>
+#include <linux/mm.h>
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
 #include <net/dst.h>
@@ -35,6 +36,11 @@ rust_helper_ib_get_curr_port_state(struct net_device *net_dev)
 __rust_helper bool rust_helper_is_vlan_dev(const struct net_device *dev)
 {
 	return is_vlan_dev(dev);
+}
+
+__rust_helper bool rust_helper_irqs_disabled(void)
+{
+	return irqs_disabled();
 }
 
 __rust_helper void rust_helper_local_bh_disable(void)
@@ -110,6 +116,11 @@ __rust_helper void rust_helper_skb_queue_head_init(struct sk_buff_head *list)
 __rust_helper void rust_helper_skb_queue_purge(struct sk_buff_head *list)
 {
 	skb_queue_purge(list);
+}
+
+__rust_helper bool rust_helper_virt_addr_valid(const void *addr)
+{
+	return virt_addr_valid(addr);
 }
 
 /* LL_RESERVED_SPACE(): the link-layer headroom an outgoing packet needs on dev. */

@@ -26,6 +26,7 @@ use super::{
     netdev::NetDevice,
     pd::Pd,
     qp::{self, Qp, QpAttrs, QpCaps, QpInit},
+    wr::{self, RecvWr, SendWr, Wc},
 };
 use crate::{
     alloc::allocator::Kmalloc,
@@ -165,6 +166,8 @@ pub mod kernel_cap {
 
     /// `rdma link del` may unregister the device.
     pub const ALLOW_USER_UNREG: u64 = bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+    /// The device's `local_dma_lkey` (0) names all of kernel memory for kernel consumers.
+    pub const LOCAL_DMA_LKEY: u64 = bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY as u64;
 }
 
 /// Port capability flags of [`PortAttrs::port_cap_flags`].
@@ -492,6 +495,11 @@ pub trait Driver: Sized + Send + Sync + 'static {
         udata: Option<&UData>,
     ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
 
+    /// Creates the DMA memory region of a kernel consumer's PD (`ib_get_dma_mr`): all of
+    /// kernel memory through DMA addresses, with `access` rights; returns its keys and the
+    /// initialiser of its data.
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+
     /// Prepares the deregistration of a memory region; on success its data is dropped next.
     fn dereg_mr(mr: &Mr<Self>) -> Result;
 
@@ -506,12 +514,36 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Destroys an address handle; its driver data is dropped afterwards.
     fn destroy_ah(ah: &Ah<Self>) -> Result;
 
-    /// The send doorbell of a user queue pair: new WQEs are in its shared send queue.
+    /// The send doorbell: new WQEs are in the queue pair's send queue (put there by the user
+    /// provider, or by [`Driver::post_send_wr`] for a kernel consumer).
     ///
     /// # Context
     ///
-    /// Process context of the posting thread.
+    /// Process context of the posting thread, or any context but hard interrupts for a
+    /// kernel consumer.
     fn send_doorbell(qp: &Qp<Self>) -> Result;
+
+    /// Queues one send work request of a kernel consumer; [`Driver::send_doorbell`] follows
+    /// the chain.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    fn post_send_wr(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result;
+
+    /// Posts one receive work request of a kernel consumer.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    fn post_recv_wr(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result;
+
+    /// Takes the oldest completion of a kernel consumer's completion queue.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    fn poll_cq(cq: &Cq<Self>) -> Option<Wc>;
 }
 
 /// Pads `size_of::<T>()` to `T`'s alignment, so that kmalloc's alignment guarantee for that
@@ -824,6 +856,8 @@ impl<T: Driver> DeviceVTable<T> {
         query_qp: Some(Self::query_qp_callback),
         destroy_qp: Some(Self::destroy_qp_callback),
         post_send: Some(Self::post_send_callback),
+        post_recv: Some(Self::post_recv_callback),
+        poll_cq: Some(Self::poll_cq_callback),
         alloc_hw_port_stats: if T::HW_STATS.is_empty() {
             None
         } else {
@@ -835,6 +869,7 @@ impl<T: Driver> DeviceVTable<T> {
             Some(Self::get_hw_stats_callback)
         },
         reg_user_mr: Some(Self::reg_user_mr_callback),
+        get_dma_mr: Some(Self::get_dma_mr_callback),
         dereg_mr: Some(Self::dereg_mr_callback),
         size_ib_qp: kmalloc_size::<Qp<T>>(),
         create_ah: Some(Self::create_ah_callback),
@@ -1244,17 +1279,44 @@ impl<T: Driver> DeviceVTable<T> {
         wr: *const bindings::ib_send_wr,
         bad_wr: *mut *const bindings::ib_send_wr,
     ) -> c_int {
-        if !wr.is_null() {
-            // Kernel work requests are not supported yet (the device is no kverbs provider).
-            // SAFETY: `bad_wr` is valid for writes.
-            unsafe { bad_wr.write(wr) };
-            return EOPNOTSUPP.to_errno();
-        }
+        // SAFETY: The QP is initialised.
+        let qp = unsafe { &*ibqp.cast::<Qp<T>>() };
         from_result(|| {
-            // SAFETY: The QP is initialised.
-            T::send_doorbell(unsafe { &*ibqp.cast::<Qp<T>>() })?;
+            if wr.is_null() {
+                T::send_doorbell(qp)?;
+            } else {
+                // SAFETY: Per the function's contract.
+                unsafe { wr::post_send::<T>(qp, wr, bad_wr) }?;
+            }
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// `ibqp` was initialised by `create_qp`; `wr` is a valid chain, `bad_wr` valid for
+    /// writes.
+    unsafe extern "C" fn post_recv_callback(
+        ibqp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: The QP is initialised; the rest per the function's contract.
+        from_result(|| {
+            unsafe { wr::post_recv::<T>(&*ibqp.cast::<Qp<T>>(), wr, bad_wr) }.map(|()| 0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `cq` was initialised by `create_cq`; `wc` is valid for writes of `n` entries.
+    unsafe extern "C" fn poll_cq_callback(
+        cq: *mut bindings::ib_cq,
+        n: c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        unsafe { wr::poll_cq::<T>(&*cq.cast::<Cq<T>>(), n, wc) }
     }
 
     /// # Safety
@@ -1319,6 +1381,20 @@ impl<T: Driver> DeviceVTable<T> {
         };
         // SAFETY: Forwarded from the core with the same contract.
         match unsafe { mr::reg_user::<T>(pd, &req, udata) } {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core with one of this driver's (kernel) PDs.
+    unsafe extern "C" fn get_dma_mr_callback(
+        pd: *mut bindings::ib_pd,
+        access: c_int,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: Forwarded from the core with the same contract.
+        match unsafe { mr::get_dma::<T>(pd, u32::from_ne_bytes(access.to_ne_bytes())) } {
             Ok(mr) => mr,
             Err(e) => e.to_ptr(),
         }

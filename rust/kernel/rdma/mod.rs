@@ -16,6 +16,7 @@
 //! - [`net`]: the RoCEv2 UDP tunnel socket, received packets, routes and transmission.
 //! - [`timer`]: protocol timers embedded in driver objects.
 //! - [`bhwork`]: softirq work items embedded in driver objects (local delivery).
+//! - [`wr`]: work requests and completions of kernel consumers, kernel DMA addresses.
 //!
 //! The kernel crate is built into vmlinux, so these abstractions need the RDMA core built in
 //! (`CONFIG_INFINIBAND=y`, `CONFIG_INFINIBAND_USER_ACCESS=y`).
@@ -35,6 +36,7 @@ pub mod netdev;
 pub mod pd;
 pub mod qp;
 pub mod timer;
+pub mod wr;
 
 /// Computes the little-endian (reflected) CRC-32 of `data`, continuing from `seed`, with the
 /// kernel's (possibly accelerated) implementation.
@@ -51,15 +53,29 @@ pub fn crc32_le(seed: u32, data: &[u8]) -> u32 {
 /// such as an [`XArray`](crate::xarray::XArray), must be locked with bottom halves disabled
 /// in process context, or a softirq on the same CPU could spin on the lock its own task
 /// holds. Nothing that sleeps may run while the guard exists.
-pub struct BhGuard(crate::types::NotThreadSafe);
+///
+/// Kernel consumers call some verbs with interrupts disabled (the MAD layer posts under
+/// `spin_lock_irqsave`); softirqs cannot run then either, and re-enabling bottom halves with
+/// interrupts off is not allowed, so the guard does nothing in that case.
+pub struct BhGuard {
+    disabled: bool,
+    _not_send: crate::types::NotThreadSafe,
+}
 
 impl BhGuard {
-    /// Disables bottom halves until the guard is dropped.
+    /// Disables bottom halves until the guard is dropped (unless interrupts are disabled).
     pub fn new() -> Self {
-        // The guard is not `Send`: it is dropped on this CPU.
-        // SAFETY: Balanced by the `local_bh_enable` in `drop`.
-        unsafe { crate::bindings::local_bh_disable() };
-        Self(crate::types::NotThreadSafe)
+        // SAFETY: No preconditions.
+        let irqs_off = unsafe { crate::bindings::irqs_disabled() };
+        if !irqs_off {
+            // The guard is not `Send`: it is dropped on this CPU.
+            // SAFETY: Balanced by the `local_bh_enable` in `drop`.
+            unsafe { crate::bindings::local_bh_disable() };
+        }
+        Self {
+            disabled: !irqs_off,
+            _not_send: crate::types::NotThreadSafe,
+        }
     }
 }
 
@@ -71,8 +87,10 @@ impl Default for BhGuard {
 
 impl Drop for BhGuard {
     fn drop(&mut self) {
-        // SAFETY: Paired with the `local_bh_disable` in `new`.
-        unsafe { crate::bindings::local_bh_enable() };
+        if self.disabled {
+            // SAFETY: Paired with the `local_bh_disable` in `new`.
+            unsafe { crate::bindings::local_bh_enable() };
+        }
     }
 }
 

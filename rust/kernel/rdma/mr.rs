@@ -224,6 +224,38 @@ pub(crate) unsafe fn reg_user<T: Driver>(
     Ok(raw.cast())
 }
 
+/// `get_dma_mr` trampoline body.
+///
+/// # Safety
+///
+/// `pd` is one of this driver's protection domains.
+pub(crate) unsafe fn get_dma<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    access: u32,
+) -> Result<*mut bindings::ib_mr> {
+    // SAFETY: Per the function's contract.
+    let pd = unsafe { &*pd.cast::<Pd<T>>() };
+    let (keys, init) = T::get_dma_mr(pd, access)?;
+    let mr = KBox::pin_init(
+        try_pin_init!(Mr::<T> {
+            ib: Opaque::zeroed(),
+            data <- init,
+        }),
+        GFP_KERNEL,
+    )?;
+    // SAFETY: The box is leaked to the core and reclaimed, pinned, in `dereg_mr`.
+    let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(mr) });
+    // SAFETY: `raw` is valid; the core fills in the rest of the header after we return.
+    unsafe {
+        let ib = (*raw).ib.get();
+        (*ib).lkey = keys.lkey;
+        (*ib).rkey = keys.rkey;
+        (*ib).iova = 0;
+        (*ib).length = u64::MAX;
+    }
+    Ok(raw.cast())
+}
+
 /// `dereg_mr` trampoline body.
 ///
 /// # Safety

@@ -443,6 +443,17 @@ impl<T: Driver> QpInit<'_, T> {
         unsafe { (*self.qp).recv_cq.cast::<Cq<T>>().as_ref() }
     }
 
+    /// Returns the handle that will name the new QP in kernel completions.
+    pub fn handle(&self) -> super::wr::QpHandle {
+        super::wr::QpHandle::from_raw(self.qp)
+    }
+
+    /// Returns the capability to use kernel DMA addresses, for a QP created by a kernel
+    /// consumer (no udata); `None` for a user QP.
+    pub fn kernel_dma(&self) -> Option<super::wr::KernelDma> {
+        self.udata.is_none().then(super::wr::KernelDma::new)
+    }
+
     /// Sets the QP number of the new QP.
     pub fn set_qp_num(&self, qpn: u32) {
         // SAFETY: `qp` is the core's allocation of the QP being created, exclusively ours

@@ -208,34 +208,6 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int read_full(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, (char *)buf + got, len - got);
-
-		if (n <= 0)
-			return -1;
-		got += n;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = write(fd, (const char *)buf + done, len - done);
-
-		if (n <= 0)
-			return -1;
-		done += n;
-	}
-	return 0;
-}
-
 /* --- memory ------------------------------------------------------------------------ */
 
 /* What @t's side must hold after the case: @n bytes at @off of its buffer become the

@@ -75,25 +75,6 @@ static int msg_to_dest(const char *msg, struct dest *d)
 	return 0;
 }
 
-static int read_full(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, (char *)buf + got, len - got);
-
-		if (n <= 0)
-			return -1;
-		got += n;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-	return write(fd, buf, len) == (ssize_t)len ? 0 : -1;
-}
-
 static double now_s(void)
 {
 	struct timespec ts;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Shared by the libibverbs test programs: one "RRXE-TEST <name> ok|FAIL: ..." line per
- * check (read by scripts/check.sh), and opening a device by name.
+ * check (read by scripts/check.sh), opening a device by name, and whole reads and writes
+ * on the TCP socket the two-guest tests exchange their QP details over.
  */
 #ifndef RRXE_TEST_H
 #define RRXE_TEST_H
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 static int failed;
@@ -33,6 +35,34 @@ static inline struct ibv_context *open_dev(const char *name)
 			ctx = ibv_open_device(list[i]);
 	ibv_free_device_list(list);
 	return ctx;
+}
+
+static inline int read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n <= 0)
+			return -1;
+		got += n;
+	}
+	return 0;
+}
+
+static inline int write_full(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, (const char *)buf + done, len - done);
+
+		if (n <= 0)
+			return -1;
+		done += n;
+	}
+	return 0;
 }
 
 #endif

@@ -21,8 +21,8 @@ pub(crate) const MAX_AH: u32 = 32767;
 pub(crate) struct RrxeAh {
     /// The address vector, for UD sends (UD QPs are not carried out yet).
     _attr: AhAttr,
-    /// Number in the device's table, 0 for kernel AHs (which are passed by reference).
-    num: u32,
+    /// Number in the device's table.
+    pub(crate) num: u32,
 }
 
 impl RrxeAh {
@@ -33,28 +33,23 @@ impl RrxeAh {
         if a.port_num != 1 || a.sgid_type != GID_TYPE_ROCE_V2 || a.dgid == [0; 16] {
             return Err(EINVAL);
         }
-        let num = match init.udata {
-            // struct rxe_create_ah_resp { __u32 ah_num; __u32 reserved; }
-            Some(u) if u.out_len() >= 8 => {
-                let num = dev.data().alloc_ah_num(a)?;
-                let mut resp = [0u8; 8];
-                resp[..4].copy_from_slice(&num.to_ne_bytes());
-                if let Err(e) = u.respond(&resp) {
-                    dev.data().free_ah_num(num);
-                    return Err(e);
-                }
-                num
+        // Kernel AHs are numbered too: kernel send WRs become WQEs that name them.
+        let num = dev.data().alloc_ah_num(a, init.sleepable)?;
+        // struct rxe_create_ah_resp { __u32 ah_num; __u32 reserved; }; providers before v39
+        // pass no room for it and embed the address vector in each WQE instead.
+        if let Some(u) = init.udata.filter(|u| u.out_len() >= 8) {
+            let mut resp = [0u8; 8];
+            resp[..4].copy_from_slice(&num.to_ne_bytes());
+            if let Err(e) = u.respond(&resp) {
+                dev.data().free_ah_num(num);
+                return Err(e);
             }
-            // Providers before v39 embed the address vector in each WQE instead.
-            _ => 0,
-        };
+        }
         Ok(Self { _attr: *a, num })
     }
 
     /// Releases the AH's number.
     pub(crate) fn destroy(&self, dev: &Device<Rrxe>) {
-        if self.num != 0 {
-            dev.data().free_ah_num(self.num);
-        }
+        dev.data().free_ah_num(self.num);
     }
 }

@@ -7,13 +7,13 @@
 //! system call. `ibv_req_notify_cq` arms a completion event under the CQ lock.
 
 use crate::params::Slot;
-use crate::proto::uabi::{QueueGeometry, CACHE_LINE_SIZE, UPSTREAM_CQE_SIZE};
+use crate::proto::uabi::{QueueGeometry, UverbsWc, CACHE_LINE_SIZE, UPSTREAM_CQE_SIZE};
 use crate::queue::SharedQueue;
 use crate::Rrxe;
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::cq::{Cq, CqInit, NotifyFlags};
-use kernel::rdma::BhGuard;
+use kernel::rdma::{wr::Wc, BhGuard};
 use kernel::sync::SpinLock;
 
 /// The geometry of a CQ ring of at least `cqe` entries: slots of `struct rxe_cqe` (72
@@ -21,6 +21,13 @@ use kernel::sync::SpinLock;
 fn cq_geometry(cqe: u32) -> Result<QueueGeometry> {
     QueueGeometry::new(cqe, UPSTREAM_CQE_SIZE, CACHE_LINE_SIZE).map_err(|_| EINVAL)
 }
+
+/// Bytes of a completion entry the driver writes: a `struct ib_uverbs_wc` (48 bytes, what
+/// the user provider reads) and one byte for the kernel consumer's `network_hdr_type`.
+pub(crate) const CQE_LEN: usize = 49;
+
+/// `IB_WC_WITH_NETWORK_HDR_TYPE`: the completion says which IP version the GRH holds.
+const WC_WITH_NETWORK_HDR_TYPE: u32 = 1 << 6;
 
 /// Per-PD state.
 pub(crate) struct RrxePd {
@@ -111,6 +118,18 @@ impl RrxeCq {
         (true, fire)
     }
 
+    /// Takes the oldest entry of a kernel consumer's CQ: the `struct ib_uverbs_wc` layout
+    /// and, at byte 48, the network header type of a UD receive.
+    pub(crate) fn poll(&self) -> Option<[u8; CQE_LEN]> {
+        let _bh = BhGuard::new();
+        let st = self.state.lock();
+        let mut cqe = [0u8; CQE_LEN];
+        match st.queue.pop(&mut cqe) {
+            Ok(true) => Some(cqe),
+            _ => None,
+        }
+    }
+
     /// Arms the completion event; returns whether completions are already waiting and the
     /// caller asked to know.
     pub(crate) fn req_notify(&self, flags: NotifyFlags) -> Result<bool> {
@@ -123,6 +142,35 @@ impl RrxeCq {
             NotifyFlags::NEXT_COMP
         };
         Ok(flags.report_missed() && !st.queue.is_empty()?)
+    }
+
+    /// `poll_cq` of a kernel consumer.
+    pub(crate) fn poll_wc(cq: &Cq<Rrxe>) -> Option<Wc> {
+        let cqe = cq.data().poll()?;
+        let f = UverbsWc::new(&cqe)?.fields();
+        let qp = {
+            let _bh = BhGuard::new();
+            cq.device().data().qp(f.qp_num).map(|q| q.handle())
+        };
+        let net = cqe.get(48).copied().unwrap_or(0);
+        Some(Wc {
+            wr_id: f.wr_id,
+            status: f.status,
+            opcode: f.opcode,
+            byte_len: f.byte_len,
+            qp,
+            ex: f.ex,
+            src_qp: f.src_qp,
+            wc_flags: f.wc_flags
+                | if net != 0 {
+                    WC_WITH_NETWORK_HDR_TYPE
+                } else {
+                    0
+                },
+            pkey_index: f.pkey_index,
+            port_num: u32::from(f.port_num),
+            network_hdr_type: net,
+        })
     }
 
     /// Resizes a user CQ to at least `cqe` entries, keeping the waiting completions.

@@ -16,6 +16,7 @@ use kernel::rdma::{
     mr::{random_key_byte, Mr, MrKeys, UserMrReq},
     pd::Pd,
     qp::{AhAttr, Qp, QpAttrs, QpCaps, QpInit},
+    wr::{RecvWr, SendWr, Wc},
 };
 use kernel::rdma::{
     bhwork::{impl_has_bh_work, BhWork, BhWorkCallback},
@@ -73,9 +74,7 @@ pub(crate) struct RrxeDev {
     next_mr: Atomic<u32>,
     /// Protection domain identities handed out so far.
     next_pd: Atomic<u32>,
-    /// Serialises user AH numbering.
-    #[pin]
-    ah_lock: Mutex<()>,
+    /// Where the search for a free AH number starts.
     next_ah: Atomic<u32>,
     /// What the data path of every QP shares: keys, counters.
     pub(crate) shared: Arc<DevShared>,
@@ -153,6 +152,19 @@ impl DevShared {
 }
 
 impl RrxeDev {
+    /// Takes QP number 1 for the device's GSI QP (the MAD layer's QP1).
+    pub(crate) fn alloc_gsi_qpn(&self) -> Result<u32> {
+        let _guard = self.qpn_lock.lock();
+        let entry = KBox::new(1u32, GFP_KERNEL)?;
+        let _bh = BhGuard::new();
+        let mut xa = self.qpns.lock();
+        if xa.get(1).is_some() {
+            return Err(EBUSY);
+        }
+        xa.store(1, entry, GFP_ATOMIC)?;
+        Ok(1)
+    }
+
     /// Allocates an unused QP number (24 bits, at least [`params::MIN_QPN`]).
     pub(crate) fn alloc_qpn(&self) -> Result<u32> {
         let _guard = self.qpn_lock.lock();
@@ -220,17 +232,21 @@ impl RrxeDev {
         drop(old);
     }
 
-    /// Numbers a user address handle (1..=32767).
-    pub(crate) fn alloc_ah_num(&self, attr: &AhAttr) -> Result<u32> {
-        let _guard = self.ah_lock.lock();
+    /// Numbers an address handle (1..=32767). Does not sleep unless `sleepable` (kernel
+    /// consumers create AHs in atomic context): the free number is found and taken under the
+    /// array's lock, storing without sleeping.
+    pub(crate) fn alloc_ah_num(&self, attr: &AhAttr, sleepable: bool) -> Result<u32> {
+        let flags = if sleepable { GFP_KERNEL } else { GFP_ATOMIC };
+        let mut entry = Some(KBox::new(*attr, flags)?);
+        let _bh = BhGuard::new();
+        let mut xa = self.shared.ah_nums.lock();
         for _ in 0..MAX_AH {
             let n = self.next_ah.fetch_add(1, Relaxed) % MAX_AH + 1;
-            let entry = KBox::new(*attr, GFP_KERNEL)?;
-            let _bh = BhGuard::new();
-            let mut xa = self.shared.ah_nums.lock();
             if xa.get(n as usize).is_none() {
-                xa.store(n as usize, entry, GFP_ATOMIC)?;
-                return Ok(n);
+                if let Some(e) = entry.take() {
+                    xa.store(n as usize, e, GFP_ATOMIC)?;
+                    return Ok(n);
+                }
             }
         }
         Err(ENOMEM)
@@ -238,7 +254,6 @@ impl RrxeDev {
 
     /// Releases an address handle number.
     pub(crate) fn free_ah_num(&self, n: u32) {
-        let _guard = self.ah_lock.lock();
         let old = {
             let _bh = BhGuard::new();
             let mut xa = self.shared.ah_nums.lock();
@@ -348,7 +363,6 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             mr_lock <- new_mutex!(()),
             next_mr: Atomic::new(0),
             next_pd: Atomic::new(1),
-            ah_lock <- new_mutex!(()),
             next_ah: Atomic::new(0),
             shared: Arc::pin_init(
                 try_pin_init!(DevShared {
@@ -420,7 +434,7 @@ impl Driver for Rrxe {
             max_cq: params::MAX_CQ,
             max_cqe: params::MAX_CQE,
             vendor_id: params::VENDOR_ID,
-            kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG,
+            kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG | kernel_cap::LOCAL_DMA_LKEY,
             max_pkeys: 1,
             local_ca_ack_delay: params::LOCAL_CA_ACK_DELAY,
             ..DeviceAttrs::default()
@@ -537,6 +551,18 @@ impl Driver for Rrxe {
         RrxeQp::doorbell(qp)
     }
 
+    fn post_send_wr(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result {
+        qp.data().post_send_wr(wr)
+    }
+
+    fn post_recv_wr(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
+        qp.data().post_recv_wr(wr)
+    }
+
+    fn poll_cq(cq: &Cq<Self>) -> Option<Wc> {
+        RrxeCq::poll_wc(cq)
+    }
+
     fn reg_user_mr(
         pd: &Pd<Self>,
         req: &UserMrReq,
@@ -553,6 +579,11 @@ impl Driver for Rrxe {
     fn destroy_ah(ah: &Ah<Self>) -> Result {
         ah.data().destroy(ah.device());
         Ok(())
+    }
+
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<RrxeMr, Error>)> {
+        let (keys, mr) = RrxeMr::dma(pd, access)?;
+        Ok((keys, Ok::<_, Error>(mr)))
     }
 
     fn dereg_mr(mr: &Mr<Self>) -> Result {

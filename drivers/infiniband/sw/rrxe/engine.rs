@@ -23,6 +23,7 @@
 //! Completions go to the CQ rings under the CQ lock (inside the engine lock); completion
 //! events are raised after the engine lock is dropped.
 
+use crate::cq::CQE_LEN;
 use crate::device::DevShared;
 use crate::mr::Need;
 use crate::net::Rcvd;
@@ -44,8 +45,9 @@ use crate::proto::{
         TxPacket, WcStatus, WqeHeaders, WrOp,
     },
     uabi::{
-        self, Completion, KernelConsumer, LengthCheck, RecvQueueParams, SendData, SendFlags,
-        SendOp, SendQueueParams, SendQueueState, SgeList, UdAddress, WcEx, WrOpcode, MAX_MSG_SIZE,
+        self, Completion, KernelConsumer, LengthCheck, RecvQueueParams, RxeRecvWqeFields,
+        RxeSendWqeFields, RxeSgeFields, SendData, SendFlags, SendOp, SendQueueParams,
+        SendQueueState, SgeList, UdAddress, WcEx, WrOpcode, MAX_MSG_SIZE,
     },
 };
 use crate::queue::SharedQueue;
@@ -55,11 +57,13 @@ use kernel::alloc::KVVec;
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::{
+    bhwork::{impl_has_bh_work, BhWork, BhWorkCallback},
     cq::CqRef,
     mr::access,
     net::{Route, TxBuf},
     qp::{attr, QpAttrs, QpCaps, QpState},
     timer::{impl_has_timer, Timer, TimerCallback},
+    wr::{KernelDma, QpHandle, Sge},
     BhGuard,
 };
 use kernel::sync::{Arc, SpinLock};
@@ -80,11 +84,16 @@ const PKEY: u16 = 0xffff;
 /// object drops the last reference in process context.
 #[pin_data]
 pub(crate) struct QpShared {
-    // The timers come first: they are shut down before anything they use is dropped.
+    // The timers and the work item come first: they are shut down before anything they
+    // use is dropped.
     #[pin]
     rto: Timer<QpShared, 0>,
     #[pin]
     rnr: Timer<QpShared, 1>,
+    /// Kernel consumers' doorbell: they post with interrupts disabled, where nothing may be
+    /// transmitted, so the send queue is processed from softirq work.
+    #[pin]
+    kick: BhWork<QpShared>,
     #[pin]
     eng: SpinLock<Engine>,
     qpn: u32,
@@ -98,11 +107,29 @@ pub(crate) struct QpShared {
     rcq: CqRef<Rrxe>,
     sq: SharedQueue,
     rq: Option<SharedQueue>,
+    /// For a kernel consumer's QP: SGEs with the local DMA lkey name kernel memory.
+    kernel: Option<KernelDma>,
+    /// Names the QP in a kernel consumer's completions.
+    handle: QpHandle,
 }
+
+/// The device's `local_dma_lkey`: in a kernel consumer's SGE, a kernel (DMA) address.
+pub(crate) const LOCAL_DMA_LKEY: u32 = 0;
 
 impl_has_timer! {
     impl HasTimer<0> for QpShared { self.rto }
     impl HasTimer<1> for QpShared { self.rnr }
+}
+
+impl_has_bh_work! {
+    impl HasBhWork for QpShared { self.kick }
+}
+
+impl BhWorkCallback for QpShared {
+    /// A kernel consumer rang the doorbell.
+    fn work_run(this: &Self) {
+        this.resume(|_| {});
+    }
 }
 
 /// What the engine lock protects.
@@ -128,6 +155,8 @@ pub(crate) struct Engine {
     rwqe: KVVec<u8>,
     /// Copy of the receive queue's head, while the responder decides on it.
     stage: KVVec<u8>,
+    /// Kernel consumers: where a work request is laid out as a WQE before it is queued.
+    post_buf: KVVec<u8>,
     /// A posted WQE failed validation: completed with this status once the WQEs before it
     /// are, then the QP enters ERR.
     sq_error: Option<WcStatus>,
@@ -140,6 +169,15 @@ pub(crate) struct Engine {
     ip_id: u16,
     /// UD: PSN of the next datagram.
     ud_psn: Psn,
+}
+
+impl Engine {
+    /// Returns the IPv4 identification for the next packet.
+    fn next_ip_id(&mut self) -> u16 {
+        let id = self.ip_id;
+        self.ip_id = id.wrapping_add(1);
+        id
+    }
 }
 
 /// Completion events to raise once the engine lock is dropped.
@@ -163,6 +201,8 @@ pub(crate) struct QpSetup {
     pub(crate) rcq: CqRef<Rrxe>,
     pub(crate) sq: SharedQueue,
     pub(crate) rq: Option<SharedQueue>,
+    pub(crate) kernel: Option<KernelDma>,
+    pub(crate) handle: QpHandle,
 }
 
 fn path_mtu(a: &QpAttrs) -> PathMtu {
@@ -267,6 +307,11 @@ impl QpShared {
             shadow_next: 0,
             rwqe: zeroed_buf(rq_elem)?,
             stage: zeroed_buf(rq_elem)?,
+            post_buf: if s.kernel.is_some() {
+                zeroed_buf(sq_elem.max(rq_elem))?
+            } else {
+                KVVec::new()
+            },
             sq_error: None,
             ip: IpParams::default(),
             dest_qpn: Qpn::new(0),
@@ -280,6 +325,7 @@ impl QpShared {
             try_pin_init!(Self {
                 rto <- Timer::new(c"rrxe_qp_rto", kernel::static_lock_class!()),
                 rnr <- Timer::new(c"rrxe_qp_rnr", kernel::static_lock_class!()),
+                kick <- BhWork::new(c"rrxe_qp_kick", kernel::static_lock_class!()),
                 eng <- new_spinlock!(eng, "rrxe_qp"),
                 qpn: s.qpn,
                 qp_type: s.qp_type,
@@ -291,6 +337,8 @@ impl QpShared {
                 rcq: s.rcq,
                 sq: s.sq,
                 rq: s.rq,
+                kernel: s.kernel,
+                handle: s.handle,
             }),
             GFP_KERNEL,
         )
@@ -299,6 +347,83 @@ impl QpShared {
     /// Returns the QP number.
     pub(crate) fn qpn(&self) -> u32 {
         self.qpn
+    }
+
+    /// Returns the handle that names the QP in kernel completions.
+    pub(crate) fn handle(&self) -> QpHandle {
+        self.handle
+    }
+
+    /// Kernel consumers: queues a send WQE (header and SGEs) in the send ring.
+    pub(crate) fn push_send(&self, wqe: &RxeSendWqeFields, sges: &[Sge]) -> Result {
+        self.with_engine(|this, e, _| {
+            if sges.len() > usize::try_from(e.caps.max_send_sge)? {
+                return Err(EINVAL);
+            }
+            let elem = this.sq.geometry().elem_size();
+            let buf = e.post_buf.get_mut(..elem).ok_or(EINVAL)?;
+            buf.fill(0);
+            wqe.write(buf).map_err(|_| EINVAL)?;
+            write_sges_to(buf, uabi::SEND_WQE_DATA_OFFSET, sges)?;
+            // A full ring is the consumer's to wait on (`ib_post_send` says ENOMEM).
+            this.sq.push(buf).map_err(|_| ENOMEM)
+        })
+    }
+
+    /// Kernel consumers: queues a receive WQE in the receive ring.
+    pub(crate) fn push_recv(&self, wqe: &RxeRecvWqeFields, sges: &[Sge]) -> Result {
+        self.with_engine(|this, e, ev| {
+            let rq = this.rq.as_ref().ok_or(EINVAL)?;
+            if sges.len() > usize::try_from(e.caps.max_recv_sge)? {
+                return Err(EINVAL);
+            }
+            let elem = rq.geometry().elem_size();
+            let buf = e.post_buf.get_mut(..elem).ok_or(EINVAL)?;
+            buf.fill(0);
+            wqe.write(buf).map_err(|_| EINVAL)?;
+            write_sges_to(buf, uabi::RECV_WQE_DATA_OFFSET, sges)?;
+            rq.push(buf).map_err(|_| ENOMEM)?;
+            if e.attrs.state == Some(QpState::Err) {
+                this.flush_queues(e, ev);
+            }
+            Ok(())
+        })
+    }
+
+    /// Checks an access of `n` bytes at `va` through local key `lkey`.
+    fn local_ok(&self, va: u64, lkey: u32, n: u32, need: Need) -> bool {
+        if lkey == LOCAL_DMA_LKEY {
+            // Kernel memory is only for kernel consumers; its range is checked per copy.
+            return self.kernel.is_some();
+        }
+        self.dev
+            .mr(lkey)
+            .and_then(|mr| mr.check(self.pd_id, va, n, need))
+            .is_some()
+    }
+
+    /// Copies from local memory named by `lkey` at `va`.
+    fn local_read(&self, va: u64, lkey: u32, out: &mut [u8]) -> Result {
+        if lkey == LOCAL_DMA_LKEY {
+            return self.kernel.as_ref().ok_or(EINVAL)?.read(va, out);
+        }
+        let n = u32::try_from(out.len())?;
+        let mr = self.dev.mr(lkey).ok_or(EINVAL)?;
+        let off = mr.check(self.pd_id, va, n, Need::LocalRead).ok_or(EINVAL)?;
+        mr.read(off, out)
+    }
+
+    /// Copies into local memory named by `lkey` at `va` (`IB_ACCESS_LOCAL_WRITE`).
+    fn local_write(&self, va: u64, lkey: u32, data: &[u8]) -> Result {
+        if lkey == LOCAL_DMA_LKEY {
+            return self.kernel.as_ref().ok_or(EINVAL)?.write(va, data);
+        }
+        let n = u32::try_from(data.len())?;
+        let mr = self.dev.mr(lkey).ok_or(EINVAL)?;
+        let off = mr
+            .check(self.pd_id, va, n, Need::LocalWrite)
+            .ok_or(EINVAL)?;
+        mr.write(off, data)
     }
 
     /// Returns whether every send WQE completes (`IB_SIGNAL_ALL_WR`).
@@ -311,6 +436,7 @@ impl QpShared {
     pub(crate) fn shutdown(&self) {
         self.rto.shutdown();
         self.rnr.shutdown();
+        self.kick.cancel();
     }
 
     /// Runs `f` on the engine, with bottom halves disabled, then raises the completion
@@ -418,6 +544,10 @@ impl QpShared {
     /// The send doorbell (`ibv_post_send`): start the WQEs userspace posted.
     pub(crate) fn doorbell(&self) -> Result {
         self.with_engine(|this, e, ev| match e.attrs.state {
+            Some(QpState::Rts | QpState::Sqd) if this.kernel.is_some() => {
+                this.kick.queue();
+                Ok(())
+            }
             Some(QpState::Rts | QpState::Sqd) => {
                 this.pump(e, ev);
                 Ok(())
@@ -492,6 +622,7 @@ impl QpShared {
 
     /// UD: validates the WQE copy in shadow slot 0 and sends its datagram.
     fn send_datagram(&self, e: &mut Engine) -> core::result::Result<(), WcStatus> {
+        let id = e.next_ip_id();
         let elem = e.sqs.geometry().elem_size();
         let copy = shadow_slot(&e.shadow, 0, elem).ok_or(WcStatus::LocQpOpErr)?;
         let wqe = uabi::validate_send_wqe(copy, &e.sq_params).map_err(|e| e.send_status())?;
@@ -547,8 +678,6 @@ impl QpShared {
             ..PacketSpec::default()
         };
         let len = usize::try_from(wqe.length()).map_err(|_| WcStatus::LocLenErr)?;
-        let id = e.ip_id;
-        e.ip_id = id.wrapping_add(1);
         let sent = self.xmit(&ip, id, &spec, len, |out| match wqe.data() {
             SendData::Inline(bytes) => {
                 out.copy_from_slice(bytes.get(..out.len()).ok_or(EINVAL)?);
@@ -626,7 +755,9 @@ impl QpShared {
         } else {
             Completion::send_error(wr_id, WcStatus::LocLenErr, self.qpn)
         };
-        self.post_cqe(ev, false, &c, pkt.bth.solicited());
+        // RDMA_NETWORK_IPV4 or RDMA_NETWORK_IPV6: how to read the GRH.
+        let net = if matches!(ip, IpHdr::V4(_)) { 2 } else { 3 };
+        self.post_cqe_net(ev, false, &c, pkt.bth.solicited(), net);
         true
     }
 
@@ -706,11 +837,11 @@ impl QpShared {
             let n = usize::try_from(len).map_err(|_| WcStatus::LocLenErr)?;
             walk_sges(sges, 0, n, |va, lkey, r| {
                 let n = u32::try_from(r.len())?;
-                self.dev
-                    .mr(lkey)
-                    .and_then(|mr| mr.check(self.pd_id, va, n, need))
-                    .map(|_| ())
-                    .ok_or(EINVAL)
+                if self.local_ok(va, lkey, n, need) {
+                    Ok(())
+                } else {
+                    Err(EINVAL)
+                }
             })
             .map_err(|_| WcStatus::LocProtErr)?;
         }
@@ -725,6 +856,7 @@ impl QpShared {
 
     /// Builds and transmits one request packet of a WQE in flight.
     fn send_request(&self, e: &mut Engine, p: &TxPacket) -> Result {
+        let id = e.next_ip_id();
         let elem = e.sqs.geometry().elem_size();
         let copy = shadow_slot(&e.shadow, p.id, elem).ok_or(EINVAL)?;
         let wqe = uabi::validate_send_wqe(copy, &e.sq_params).map_err(|_| EINVAL)?;
@@ -769,8 +901,6 @@ impl QpShared {
         };
         let spec = p.spec(e.dest_qpn, PKEY, &hdrs, &[]);
         let len = usize::try_from(p.len)?;
-        let id = e.ip_id;
-        e.ip_id = id.wrapping_add(1);
         self.xmit(&e.ip, id, &spec, len, |out| match wqe.data() {
             SendData::Inline(bytes) => {
                 let start = usize::try_from(p.offset)?;
@@ -789,11 +919,7 @@ impl QpShared {
     /// Copies `out.len()` bytes at `offset` of a scatter/gather list into `out`.
     fn gather(&self, sges: SgeList<'_>, offset: u32, out: &mut [u8]) -> Result {
         walk_sges(sges, offset, out.len(), |va, lkey, r| {
-            let piece = out.get_mut(r).ok_or(EINVAL)?;
-            let n = u32::try_from(piece.len())?;
-            let mr = self.dev.mr(lkey).ok_or(EINVAL)?;
-            let off = mr.check(self.pd_id, va, n, Need::LocalRead).ok_or(EINVAL)?;
-            mr.read(off, piece)
+            self.local_read(va, lkey, out.get_mut(r).ok_or(EINVAL)?)
         })
     }
 
@@ -900,9 +1026,18 @@ impl QpShared {
 
     /// Writes a completion into the send (`send`) or receive CQ.
     fn post_cqe(&self, ev: &mut Events, send: bool, c: &Completion, solicited: bool) {
-        let mut bytes = [0u8; uabi::UVERBS_WC_LEN];
+        self.post_cqe_net(ev, send, c, solicited, 0);
+    }
+
+    /// Like [`Self::post_cqe`], with the `RDMA_NETWORK_*` type of a UD receive's GRH for
+    /// kernel consumers (`IB_WC_WITH_NETWORK_HDR_TYPE`).
+    fn post_cqe_net(&self, ev: &mut Events, send: bool, c: &Completion, solicited: bool, net: u8) {
+        let mut bytes = [0u8; CQE_LEN];
         if c.write(&mut bytes).is_err() {
             return;
+        }
+        if let Some(b) = bytes.get_mut(uabi::UVERBS_WC_LEN) {
+            *b = net;
         }
         let cq = if send { &self.scq } else { &self.rcq };
         let (posted, fire) = cq.data().post(&bytes, solicited);
@@ -1114,8 +1249,7 @@ impl QpShared {
         for i in 0..rd.packets(mtu) {
             let r = rd.response(i, mtu);
             let spec = r.spec(e.dest_qpn, PKEY, rd.msn, &[]);
-            let id = e.ip_id;
-            e.ip_id = id.wrapping_add(1);
+            let id = e.next_ip_id();
             let off = base.checked_add(usize::try_from(r.offset)?).ok_or(EINVAL)?;
             let sent = self.xmit(&e.ip, id, &spec, usize::try_from(r.len)?, |out| match &mr {
                 Some(mr) => mr.read(off, out),
@@ -1146,10 +1280,14 @@ impl QpShared {
     }
 
     fn send_atomic_reply(&self, e: &mut Engine, reply: &AtomicReply) {
-        let spec = reply.spec(e.dest_qpn, PKEY);
-        let id = e.ip_id;
-        e.ip_id = id.wrapping_add(1);
-        let sent = self.xmit(&e.ip, id, &spec, 0, |_| Ok(()));
+        self.send_headers(e, &reply.spec(e.dest_qpn, PKEY));
+    }
+
+    /// Sends a packet without payload (an acknowledgement) to the connected peer, counting
+    /// the outcome (a lost one is recovered by the requester).
+    fn send_headers(&self, e: &mut Engine, spec: &PacketSpec<'_>) {
+        let id = e.next_ip_id();
+        let sent = self.xmit(&e.ip, id, spec, 0, |_| Ok(()));
         self.dev.stats.inc(match sent {
             Ok(()) => Rcvd::SentPkts,
             Err(_) => Rcvd::SendErrors,
@@ -1162,14 +1300,7 @@ impl QpShared {
             self.complete_recv(e, ev, &rc);
         }
         if let Some(reply) = out.reply {
-            let spec = reply.spec(e.dest_qpn, PKEY);
-            let id = e.ip_id;
-            e.ip_id = id.wrapping_add(1);
-            let stat = match self.xmit(&e.ip, id, &spec, 0, |_| Ok(())) {
-                Ok(()) => Rcvd::SentPkts,
-                Err(_) => Rcvd::SendErrors,
-            };
-            self.dev.stats.inc(stat);
+            self.send_headers(e, &reply.spec(e.dest_qpn, PKEY));
         }
         if out.fatal {
             self.enter_error(e, ev);
@@ -1210,14 +1341,14 @@ impl QpShared {
     /// Scatters `data` into the current receive WQE at byte `offset`.
     fn scatter(&self, e: &Engine, offset: u32, data: &[u8]) -> Result {
         let w = uabi::validate_recv_wqe(&e.rwqe, &e.rq_params).map_err(|_| EINVAL)?;
-        walk_sges(w.sges(), offset, data.len(), |va, lkey, r| {
-            let piece = data.get(r).ok_or(EINVAL)?;
-            let n = u32::try_from(piece.len())?;
-            let mr = self.dev.mr(lkey).ok_or(EINVAL)?;
-            let off = mr
-                .check(self.pd_id, va, n, Need::LocalWrite)
-                .ok_or(EINVAL)?;
-            mr.write(off, piece)
+        self.write_sges(w.sges(), offset, data)
+    }
+
+    /// Writes `data` at byte `offset` of a local scatter list, each piece checked against
+    /// its lkey's region (PD, bounds, `IB_ACCESS_LOCAL_WRITE`).
+    fn write_sges(&self, sges: SgeList<'_>, offset: u32, data: &[u8]) -> Result {
+        walk_sges(sges, offset, data.len(), |va, lkey, r| {
+            self.local_write(va, lkey, data.get(r).ok_or(EINVAL)?)
         })
     }
 
@@ -1262,16 +1393,26 @@ impl QpShared {
         let SendData::Sges(sges) = wqe.data() else {
             return Err(EINVAL);
         };
-        walk_sges(sges, offset, data.len(), |va, lkey, r| {
-            let piece = data.get(r).ok_or(EINVAL)?;
-            let n = u32::try_from(piece.len())?;
-            let mr = self.dev.mr(lkey).ok_or(EINVAL)?;
-            let off = mr
-                .check(self.pd_id, va, n, Need::LocalWrite)
-                .ok_or(EINVAL)?;
-            mr.write(off, piece)
-        })
+        self.write_sges(sges, offset, data)
     }
+}
+
+/// Writes `sges` as `struct rxe_sge`s into a WQE slot from byte `at`.
+fn write_sges_to(buf: &mut [u8], at: usize, sges: &[Sge]) -> Result {
+    let mut off = at;
+    for s in sges {
+        let end = off.checked_add(uabi::SGE_LEN).ok_or(EINVAL)?;
+        let dst = buf.get_mut(off..end).ok_or(EINVAL)?;
+        RxeSgeFields {
+            addr: s.addr(),
+            length: s.length(),
+            lkey: s.lkey(),
+        }
+        .write(dst)
+        .map_err(|_| EINVAL)?;
+        off = end;
+    }
+    Ok(())
 }
 
 /// Returns shadow slot `id`.
@@ -1286,30 +1427,31 @@ fn shadow_slot_mut(shadow: &mut [u8], id: u32, elem: usize) -> Option<&mut [u8]>
     shadow.get_mut(start..start.checked_add(elem)?)
 }
 
+impl QpShared {
+    /// A timer expired or a kernel consumer rang the doorbell (softirq): tell the sender,
+    /// then carry on transmitting.
+    fn resume(&self, expired: impl FnOnce(&mut Sender<SQ_SLOTS>)) {
+        let mut ev = Events::default();
+        {
+            let mut e = self.eng.lock();
+            let e = &mut *e;
+            expired(&mut e.sender);
+            self.pump(e, &mut ev);
+        }
+        self.raise(ev);
+    }
+}
+
 impl TimerCallback<0> for QpShared {
     /// The local ACK timeout expired: go back to the oldest unacknowledged PSN.
     fn timer_fired(this: &Self) {
-        let mut ev = Events::default();
-        {
-            let mut e = this.eng.lock();
-            let e = &mut *e;
-            e.sender.on_retransmit_timeout();
-            this.pump(e, &mut ev);
-        }
-        this.raise(ev);
+        this.resume(|s| s.on_retransmit_timeout());
     }
 }
 
 impl TimerCallback<1> for QpShared {
     /// The RNR wait is over: resend from the PSN the responder could not take.
     fn timer_fired(this: &Self) {
-        let mut ev = Events::default();
-        {
-            let mut e = this.eng.lock();
-            let e = &mut *e;
-            e.sender.on_rnr_timeout();
-            this.pump(e, &mut ev);
-        }
-        this.raise(ev);
+        this.resume(|s| s.on_rnr_timeout());
     }
 }

@@ -98,7 +98,9 @@ impl MrInner {
 
 /// Per-MR state.
 pub(crate) struct RrxeMr {
-    inner: Arc<MrInner>,
+    /// The region in the key table; `None` for a kernel PD's DMA region, which is named by
+    /// the device's `local_dma_lkey` instead.
+    inner: Option<Arc<MrInner>>,
     _slot: Slot,
 }
 
@@ -132,12 +134,37 @@ impl RrxeMr {
                 lkey: key,
                 rkey: key,
             },
-            Self { inner, _slot: slot },
+            Self {
+                inner: Some(inner),
+                _slot: slot,
+            },
+        ))
+    }
+
+    /// The DMA region of a kernel consumer's PD (`ib_get_dma_mr`): local access to kernel
+    /// memory through the local DMA lkey. Remote access to all of memory (a global rkey)
+    /// is refused.
+    pub(crate) fn dma(pd: &Pd<Rrxe>, access: u32) -> Result<(MrKeys, Self)> {
+        if access & !access::LOCAL_WRITE != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let slot = pd.device().data().mrs_used.take()?;
+        Ok((
+            MrKeys {
+                lkey: crate::engine::LOCAL_DMA_LKEY,
+                rkey: 0,
+            },
+            Self {
+                inner: None,
+                _slot: slot,
+            },
         ))
     }
 
     /// Deregisters (`ibv_dereg_mr`): the key stops resolving before the memory is unpinned.
     pub(crate) fn dereg(mr: &Mr<Rrxe>, dev_data: &crate::device::RrxeDev) {
-        dev_data.free_mr_index(mr.data().inner.key >> 8);
+        if let Some(inner) = &mr.data().inner {
+            dev_data.free_mr_index(inner.key >> 8);
+        }
     }
 }

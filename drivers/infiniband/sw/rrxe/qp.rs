@@ -7,7 +7,10 @@
 use crate::engine::{QpSetup, QpShared};
 use crate::params::{self, Slot};
 use crate::proto::opcode::QpType as WireQpType;
-use crate::proto::uabi::{self, CreateQpRespFields, QueueGeometry, CACHE_LINE_SIZE};
+use crate::proto::uabi::{
+    self, AtomicWrFields, CreateQpRespFields, QueueGeometry, RdmaWrFields, RxeDmaInfoFields,
+    RxeRecvWqeFields, RxeSendWqeFields, RxeSendWrFields, UdWrFields, CACHE_LINE_SIZE,
+};
 use crate::queue::SharedQueue;
 use crate::Rrxe;
 use kernel::prelude::*;
@@ -16,6 +19,7 @@ use kernel::rdma::{
     device::{Device, Mtu},
     pd::Pd,
     qp::{self, attr, AhAttr, Qp, QpAttrs, QpCaps, QpInit, QpState, QpType},
+    wr::{RecvWr, SendWr},
 };
 use kernel::sync::Arc;
 
@@ -58,8 +62,9 @@ impl RrxeQp {
         }
         let wire_type = match init.qp_type {
             QpType::Rc => WireQpType::Rc,
-            QpType::Ud => WireQpType::Ud,
-            // UC, and QP1 for the RDMA CM (kernel verbs), are not carried out yet.
+            // QP1 (the MAD layer's, for the connection manager) is a UD QP.
+            QpType::Ud | QpType::Gsi => WireQpType::Ud,
+            // UC is not carried out yet.
             _ => return Err(EOPNOTSUPP),
         };
         let (Some(scq), Some(rcq)) = (init.send_cq(), init.recv_cq()) else {
@@ -67,19 +72,25 @@ impl RrxeQp {
         };
         let ifindex = dev.netdev(1).map(|n| n.ifindex()).ok_or(ENODEV)?;
         check_caps(init)?;
-        let (udata, ctx) = match (init.udata, init.ucontext) {
-            (Some(u), Some(c)) => (u, c),
-            // Kernel QPs need kernel work requests, which are not supported yet.
-            _ => return Err(EOPNOTSUPP),
+        let user = match (init.udata, init.ucontext) {
+            (Some(u), Some(c)) => Some((u, c)),
+            // A kernel consumer: its work requests come through `post_send`/`post_recv`.
+            (None, _) => None,
+            (Some(_), None) => return Err(EINVAL),
         };
-        if udata.in_len() != 0 || udata.out_len() < CreateQpRespFields::LEN {
-            return Err(EINVAL);
+        if let Some((udata, _)) = user {
+            if udata.in_len() != 0 || udata.out_len() < CreateQpRespFields::LEN {
+                return Err(EINVAL);
+            }
         }
         let slot = dev.data().qps.take()?;
         let sqc =
             uabi::sq_caps(init.caps.max_send_sge, init.caps.max_inline_data).map_err(|_| EINVAL)?;
         let sq_geo = geometry(init.caps.max_send_wr, sqc.wqe_size)?;
-        let (sq, sq_mi) = SharedQueue::new_user_mi(ctx, sq_geo)?;
+        let (sq, sq_mi) = match user {
+            Some((_, ctx)) => SharedQueue::new_user_mi(ctx, sq_geo)?,
+            None => (SharedQueue::new_kernel(sq_geo)?, Default::default()),
+        };
         let mut resp = CreateQpRespFields {
             sq_mi,
             ..CreateQpRespFields::default()
@@ -95,21 +106,33 @@ impl RrxeQp {
         } else {
             let size = uabi::recv_wqe_size(init.caps.max_recv_sge).map_err(|_| EINVAL)?;
             let geo = geometry(init.caps.max_recv_wr, size)?;
-            let (rq, mi) = SharedQueue::new_user_mi(ctx, geo)?;
-            resp.rq_mi = mi;
+            let rq = match user {
+                Some((_, ctx)) => {
+                    let (rq, mi) = SharedQueue::new_user_mi(ctx, geo)?;
+                    resp.rq_mi = mi;
+                    rq
+                }
+                None => SharedQueue::new_kernel(geo)?,
+            };
             caps.max_recv_wr = geo.capacity();
             caps.max_recv_sge = init.caps.max_recv_sge;
             Some(rq)
         };
-        let qpn = dev.data().alloc_qpn()?;
-        let mut bytes = [0u8; CreateQpRespFields::LEN];
-        if let Err(e) = resp
-            .write(&mut bytes)
-            .map_err(|_| EINVAL)
-            .and_then(|()| udata.respond(&bytes))
-        {
-            dev.data().free_qpn(qpn);
-            return Err(e);
+        let qpn = if init.qp_type == QpType::Gsi {
+            dev.data().alloc_gsi_qpn()?
+        } else {
+            dev.data().alloc_qpn()?
+        };
+        if let Some((udata, _)) = user {
+            let mut bytes = [0u8; CreateQpRespFields::LEN];
+            if let Err(e) = resp
+                .write(&mut bytes)
+                .map_err(|_| EINVAL)
+                .and_then(|()| udata.respond(&bytes))
+            {
+                dev.data().free_qpn(qpn);
+                return Err(e);
+            }
         }
         let shared = QpShared::new(QpSetup {
             qpn,
@@ -128,6 +151,8 @@ impl RrxeQp {
             rcq: CqRef::new(rcq),
             sq,
             rq,
+            kernel: init.kernel_dma(),
+            handle: init.handle(),
         })
         .and_then(|shared| {
             dev.data().insert_qp(shared.clone())?;
@@ -165,6 +190,78 @@ impl RrxeQp {
     /// The send doorbell.
     pub(crate) fn doorbell(qp: &Qp<Rrxe>) -> Result {
         qp.data().shared.doorbell()
+    }
+
+    /// Queues a kernel consumer's send work request as a WQE in the send ring, in the
+    /// layout the user provider writes, so that one data path serves both.
+    pub(crate) fn post_send_wr(&self, wr: &SendWr<'_, Rrxe>) -> Result {
+        let n = u32::try_from(wr.sges.len())?;
+        let mut w = RxeSendWrFields {
+            wr_id: wr.wr_id,
+            opcode: wr.opcode,
+            send_flags: wr.send_flags,
+            ex: wr.ex,
+            ..RxeSendWrFields::default()
+        };
+        if let Some((addr, rkey)) = wr.rdma {
+            w.set_rdma(RdmaWrFields {
+                remote_addr: addr,
+                rkey,
+                ..RdmaWrFields::default()
+            });
+        }
+        if let Some((addr, compare_add, swap, rkey)) = wr.atomic {
+            w.set_atomic(AtomicWrFields {
+                remote_addr: addr,
+                compare_add,
+                swap,
+                rkey,
+                ..AtomicWrFields::default()
+            });
+        }
+        if let Some(ud) = &wr.ud {
+            w.set_ud(UdWrFields {
+                remote_qpn: ud.remote_qpn,
+                remote_qkey: ud.remote_qkey,
+                pkey_index: ud.pkey_index,
+                ah_num: ud.ah.data().num,
+                ..UdWrFields::default()
+            });
+        }
+        let length = wr
+            .sges
+            .iter()
+            .try_fold(0u32, |acc, s| acc.checked_add(s.length()))
+            .ok_or(EINVAL)?;
+        let wqe = RxeSendWqeFields {
+            wr: w,
+            dma: RxeDmaInfoFields {
+                length,
+                num_sge: n,
+                ..RxeDmaInfoFields::default()
+            },
+            ..RxeSendWqeFields::default()
+        };
+        self.shared.push_send(&wqe, wr.sges)
+    }
+
+    /// Posts a kernel consumer's receive work request into the receive ring.
+    pub(crate) fn post_recv_wr(&self, wr: &RecvWr<'_>) -> Result {
+        let length = wr
+            .sges
+            .iter()
+            .try_fold(0u32, |acc, s| acc.checked_add(s.length()))
+            .ok_or(EINVAL)?;
+        let wqe = RxeRecvWqeFields {
+            wr_id: wr.wr_id,
+            dma: RxeDmaInfoFields {
+                length,
+                num_sge: u32::try_from(wr.sges.len())?,
+                ..RxeDmaInfoFields::default()
+            },
+            ..RxeRecvWqeFields::default()
+        };
+        self.shared.push_recv(&wqe, wr.sges)
     }
 
     /// Checks and applies `ibv_modify_qp` attributes (`rxe_qp_chk_attr`, `rxe_qp_from_attr`).

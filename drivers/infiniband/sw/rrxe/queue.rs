@@ -140,6 +140,22 @@ impl SharedQueue {
             .ok_or(EINVAL)
     }
 
+    /// Kernel consumer of a kernel-produced queue (a kernel consumer's CQ): copies the oldest
+    /// entry into `out` (at most one slot) and frees its slot; `Ok(false)` if the queue is
+    /// empty.
+    pub(crate) fn pop(&self, out: &mut [u8]) -> Result<bool> {
+        if self.count()? == 0 {
+            return Ok(false);
+        }
+        let cons = self.buf.load_relaxed(CONSUMER_INDEX_OFFSET)? & self.geo.index_mask();
+        let len = out.len().min(self.geo.elem_size());
+        self.buf
+            .read(self.slot_offset(cons)?, out.get_mut(..len).ok_or(EINVAL)?)?;
+        self.buf
+            .store_release(CONSUMER_INDEX_OFFSET, self.geo.next(cons))?;
+        Ok(true)
+    }
+
     /// Moves the waiting entries into `new` (for a resize); fails with `EINVAL` if they do
     /// not fit.
     pub(crate) fn move_into(&self, new: &SharedQueue) -> Result {
