@@ -1301,10 +1301,10 @@ impl<T: Driver> DeviceVTable<T> {
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> c_int {
-        // SAFETY: The QP is initialised; the rest per the function's contract.
-        from_result(|| {
-            unsafe { wr::post_recv::<T>(&*ibqp.cast::<Qp<T>>(), wr, bad_wr) }.map(|()| 0)
-        })
+        // SAFETY: The QP is initialised.
+        let qp = unsafe { &*ibqp.cast::<Qp<T>>() };
+        // SAFETY: Per the function's contract.
+        from_result(|| unsafe { wr::post_recv::<T>(qp, wr, bad_wr) }.map(|()| 0))
     }
 
     /// # Safety
