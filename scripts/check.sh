@@ -144,6 +144,13 @@ guest_test teardown 600 "$REPO/scripts/tests/teardown.sh" "$REPO/scripts/tests/t
 guest_test ud 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/ud-rrxe.sh" "$REPO/scripts/tests/ud-rrxe.sh"
 guest_test ud-mixed 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/ud-mixed.sh" "$REPO/scripts/tests/ud-mixed.sh"
 
+# perftest in duration mode (write, read, send bandwidth, atomics, write latency): rrxe on
+# both guests, and each side against rdma_rxe.
+for v in rrxe mixed mixed2; do
+	guest_test perftest-$v 400 --file "$REPO/scripts/tests/perftest.sh" \
+		"$REPO/scripts/tests/perftest-$v.sh" "$REPO/scripts/tests/perftest-$v.sh"
+done
+
 # RDMA CM: rping (SEND, READ, WRITE, verified) connected by the kernel's connection manager
 # over QP1 (the MAD layer's kernel UD QP), rrxe on both guests and against rdma_rxe both ways.
 guest_test rping 300 --file "$REPO/scripts/tests/rping.sh" "$REPO/scripts/tests/rping-rrxe.sh" "$REPO/scripts/tests/rping-rrxe.sh"
