@@ -847,3 +847,36 @@ fn posted_psns_stay_comparable() {
     assert_eq!(s.post(wqe(1, WrOp::Send, 1 << 30)), Err(PostError::Full));
     assert_eq!(s.next_psn(), Psn::new(1 << 22));
 }
+
+#[test]
+fn uc_responder_drops_broken_messages_and_never_answers() {
+    use Opcode as O;
+    let mtu = MTU.bytes();
+    let mut r = responder(10);
+    // A two-packet SEND: FIRST takes the receive WQE, LAST completes it; no ACKs.
+    let out = r.on_uc_request(&req(O::UC_SEND_FIRST, 10, mtu, false), Some(4 * mtu));
+    assert!(out.begin_recv && out.reply.is_none() && !out.fatal);
+    let out = r.on_uc_request(&req(O::UC_SEND_LAST, 11, 5, true), None);
+    assert_eq!(
+        out.complete.map(|c| (c.status, c.byte_len)),
+        Some((WcStatus::Success, mtu + 5))
+    );
+    assert!(out.reply.is_none());
+    // The next message loses its MIDDLE: the LAST is dropped, nothing completes, and its
+    // receive WQE is reused (not consumed again) by the message after.
+    let out = r.on_uc_request(&req(O::UC_SEND_FIRST, 12, mtu, false), Some(4 * mtu));
+    assert!(out.begin_recv);
+    let out = r.on_uc_request(&req(O::UC_SEND_LAST, 14, 7, false), Some(4 * mtu));
+    assert_eq!(out, rrxe_proto::rc::RespOutcome::default());
+    let out = r.on_uc_request(&req(O::UC_SEND_ONLY, 15, 9, false), Some(4 * mtu));
+    assert!(!out.begin_recv, "the abandoned receive WQE is reused");
+    assert_eq!(out.complete.map(|c| c.byte_len), Some(9));
+    // No receive WQE: the message is dropped silently (no RNR NAK); the QP stays up.
+    let out = r.on_uc_request(&req(O::UC_SEND_ONLY, 16, 9, false), None);
+    assert_eq!(out, rrxe_proto::rc::RespOutcome::default());
+    // Too long for the receive WQE: dropped, not fatal; the WQE is kept for the next SEND.
+    let out = r.on_uc_request(&req(O::UC_SEND_ONLY, 17, 9, false), Some(4));
+    assert!(out.begin_recv && out.complete.is_none() && !out.fatal);
+    let out = r.on_uc_request(&req(O::UC_SEND_ONLY, 18, 3, false), None);
+    assert_eq!(out.complete.map(|c| c.byte_len), Some(3));
+}

@@ -577,6 +577,10 @@ impl QpShared {
                 Err(_) => Rcvd::SendErrors,
             };
             self.dev.stats.inc(stat);
+            if self.qp_type == WireQpType::Uc {
+                // Unreliable: a packet is done once sent; the WQE completes with its last.
+                e.sender.on_response(&Response::ack(p.psn));
+            }
         }
         self.drain_actions(e, ev);
         if e.sq_error.is_some() && e.sender.is_idle() {
@@ -899,7 +903,12 @@ impl QpShared {
             },
             _ => return Err(EINVAL),
         };
-        let spec = p.spec(e.dest_qpn, PKEY, &hdrs, &[]);
+        let mut spec = p.spec(e.dest_qpn, PKEY, &hdrs, &[]);
+        if self.qp_type == WireQpType::Uc {
+            // The UC opcodes are the RC ones plus 0x20; nothing is acknowledged.
+            spec.bth.opcode = Opcode(spec.bth.opcode.0.wrapping_add(0x20));
+            spec.bth.ack_req = false;
+        }
         let len = usize::try_from(p.len)?;
         self.xmit(&e.ip, id, &spec, len, |out| match wqe.data() {
             SendData::Inline(bytes) => {
@@ -969,7 +978,7 @@ impl QpShared {
             match a {
                 SendAction::Complete(c) => self.complete_send(e, ev, c.id, c.status),
                 SendAction::ArmRetransmitTimer => {
-                    if let Some(us) = e.timeout_us {
+                    if let (Some(us), false) = (e.timeout_us, self.qp_type == WireQpType::Uc) {
                         self.rto.arm_after_us(us);
                     }
                 }
@@ -1165,7 +1174,11 @@ impl QpShared {
         } else {
             None
         };
-        let out = e.resp.on_request(&req, recv_len);
+        let out = if self.qp_type == WireQpType::Uc {
+            e.resp.on_uc_request(&req, recv_len)
+        } else {
+            e.resp.on_request(&req, recv_len)
+        };
         if out
             .reply
             .is_some_and(|r| matches!(r.syndrome, crate::proto::aeth::Syndrome::RnrNak(_)))

@@ -62,9 +62,9 @@ impl RrxeQp {
         }
         let wire_type = match init.qp_type {
             QpType::Rc => WireQpType::Rc,
+            QpType::Uc => WireQpType::Uc,
             // QP1 (the MAD layer's, for the connection manager) is a UD QP.
             QpType::Ud | QpType::Gsi => WireQpType::Ud,
-            // UC is not carried out yet.
             _ => return Err(EOPNOTSUPP),
         };
         let (Some(scq), Some(rcq)) = (init.send_cq(), init.recv_cq()) else {
