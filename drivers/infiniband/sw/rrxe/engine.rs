@@ -1215,6 +1215,13 @@ impl QpShared {
                 .write_remote(va, rkey, pkt.payload)
                 .map_err(|_| LocalError::RemoteAccess),
         };
+        // No memory region of rrxe can be invalidated remotely (there are no memory windows
+        // or fast-registered regions yet), so a SEND with invalidate is an invalid request,
+        // as rdma_rxe answers for regions of the wrong type.
+        let placed = match (placed, out.complete.and_then(|c| c.inv_rkey)) {
+            (Ok(()), Some(_)) => Err(LocalError::BadInvalidate),
+            (p, _) => p,
+        };
         let out = match placed {
             Ok(()) => out,
             Err(le) => e.resp.on_local_error(le),

@@ -388,6 +388,9 @@ pub enum LocalError {
     RemoteAccess,
     /// The receive WQE's scatter list could not be written (lkey/protection: class A).
     RecvProtection,
+    /// A SEND with invalidate names an rkey that cannot be invalidated (only memory windows
+    /// and fast-registered regions can): an invalid request.
+    BadInvalidate,
 }
 
 /// The message the responder is in the middle of.
@@ -835,6 +838,12 @@ impl Responder {
             }
             LocalError::RecvProtection => {
                 self.fail(psn, NakCode::RemoteOperationalError, WcStatus::LocProtErr)
+            }
+            LocalError::BadInvalidate => {
+                // The receive WQE was completed by the caller's choice not to: it is current
+                // again for the error completion.
+                self.recv_active = true;
+                self.fail(psn, NakCode::InvalidRequest, WcStatus::LocQpOpErr)
             }
         }
     }
