@@ -23,7 +23,8 @@ for line in open(res):
     _, drv, test, val, unit = line.split()[:5]
     vals[(drv, test)] = val
     units[test] = unit
-tests = ["ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_lat"]
+tests = ["ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_lat",
+         "rc_pingpong_64B", "rc_pingpong_1MiB"]
 def num(v):
     try:
         return float(v)
@@ -34,7 +35,7 @@ for t in tests:
     r, c = num(vals.get(("rrxe", t))), num(vals.get(("rxe", t)))
     if r is None or c is None or c == 0 or r == 0:
         ratio = "n/a"
-    elif t.endswith("_lat"):
+    elif t.endswith("_lat") or t == "rc_pingpong_64B":
         ratio = "%.2fx" % (c / r)  # lower latency is better: rxe/rrxe
     else:
         ratio = "%.2fx" % (r / c)
@@ -60,8 +61,9 @@ rrxe benchmark: perftest against rdma_rxe
 Measured on %s with ``make bench`` (``BENCH_DURATION=%s``): two QEMU guests without KVM
 (TCG) on one virtual wire, each running perftest against the other, first over rrxe, then
 over the C ``rdma_rxe``, in the same run. Guest a runs the servers, guest b the clients;
-bandwidth tests use 64 KiB messages, ``-D %s``. The ratio is rrxe's bandwidth over
-rdma_rxe's, and rdma_rxe's latency over rrxe's (above 1 means rrxe is better).
+bandwidth tests use 64 KiB messages, ``-D %s``; ``rc_pingpong`` rows are ``ibv_rc_pingpong``
+(200 round trips of 64 B, 10 of 1 MiB). The ratio is rrxe's bandwidth over rdma_rxe's, and
+rdma_rxe's latency over rrxe's (above 1 means rrxe is better).
 
 Absolute numbers under TCG are far below real hardware and noisy; only the side-by-side
 comparison in one run means something.

@@ -31,6 +31,24 @@ run() {
 	fi
 }
 
+# pp SIZE ITERS: one ibv_rc_pingpong run (server on guest a); true on guest b.
+pp() {
+	PORT=$((PORT + 1))
+	if [ "$RRXE_NAME" = a ]; then
+		timeout 300 ibv_rc_pingpong -d "$DEV" -g "$GID" -s "$1" -n "$2" -p $PORT >/tmp/bench.out 2>&1
+		return 1
+	fi
+	local i=0
+	while :; do
+		timeout 300 ibv_rc_pingpong -d "$DEV" -g "$GID" -s "$1" -n "$2" -p $PORT "$RRXE_PEER" >/tmp/bench.out 2>&1
+		grep -q "Couldn't connect" /tmp/bench.out || break
+		i=$((i + 1))
+		[ $i -lt 150 ] || break
+		sleep 0.2
+	done
+	return 0
+}
+
 # result LINE-PATTERN FIELD: the FIELD-th number of perftest's result line.
 result() {
 	awk -v f="$2" '$1 ~ /^[0-9]+$/ && NF >= 4 { v = $f } END { print (v == "" ? "nan" : v) }' /tmp/bench.out
@@ -50,6 +68,9 @@ for drv in ${BENCH_DRIVERS:-rrxe rxe}; do
 	[ "$RRXE_NAME" = b ] && echo "BENCH $drv ib_atomic_bw $(result x 5) Mpps"
 	run ib_write_lat -D "$DUR"
 	[ "$RRXE_NAME" = b ] && echo "BENCH $drv ib_write_lat $(result x 3) usec"
+	# ibv_rc_pingpong (SEND/RECV round trips): latency at 64 B, throughput at 1 MiB.
+	pp 64 200 && echo "BENCH $drv rc_pingpong_64B $(awk '/iters in/ {print $(NF-1)}' /tmp/bench.out) usec/iter"
+	pp 1048576 10 && echo "BENCH $drv rc_pingpong_1MiB $(awk '/bytes in/ {print $(NF-1)}' /tmp/bench.out) Mbit/s"
 	[ "$RRXE_NAME" = b ] && { echo "== $drv: last output"; cat /tmp/bench.out; }
 	rdma link del "$DEV" || die "rdma link del $DEV"
 	rmmod "$MOD" || die "rmmod $MOD"
