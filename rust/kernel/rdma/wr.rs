@@ -162,12 +162,14 @@ impl KernelDma {
         let Some(last) = start.checked_add(len.saturating_sub(1)) else {
             return false;
         };
+        if len == 0 {
+            return true;
+        }
         // SAFETY: `virt_addr_valid` only inspects the address.
-        len == 0
-            || unsafe {
-                bindings::virt_addr_valid(start as *const c_void)
-                    && bindings::virt_addr_valid(last as *const c_void)
-            }
+        unsafe {
+            bindings::virt_addr_valid(start as *const c_void)
+                && bindings::virt_addr_valid(last as *const c_void)
+        }
     }
 
     /// Copies `out.len()` bytes from DMA address `addr`.
