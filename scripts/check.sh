@@ -143,9 +143,9 @@ guest_test teardown 600 "$REPO/scripts/tests/teardown.sh" "$REPO/scripts/tests/t
 # UD: ibv_ud_pingpong with data checks, rrxe on both guests and against rdma_rxe both ways.
 guest_test ud 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/ud-rrxe.sh" "$REPO/scripts/tests/ud-rrxe.sh"
 guest_test ud-mixed 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/ud-mixed.sh" "$REPO/scripts/tests/ud-mixed.sh"
-# UC: ibv_uc_pingpong with data checks up to 64 KiB, rrxe on both guests and against rdma_rxe.
-guest_test uc 300 --file "$REPO/scripts/tests/uc.sh" "$REPO/scripts/tests/uc-rrxe.sh" "$REPO/scripts/tests/uc-rrxe.sh"
-guest_test uc-mixed 300 --file "$REPO/scripts/tests/uc.sh" "$REPO/scripts/tests/uc-mixed.sh" "$REPO/scripts/tests/uc-mixed.sh"
+# UC (ud.sh with XP=uc): ibv_uc_pingpong with data checks up to 64 KiB, rrxe on both guests and against rdma_rxe.
+guest_test uc 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/uc-rrxe.sh" "$REPO/scripts/tests/uc-rrxe.sh"
+guest_test uc-mixed 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/uc-mixed.sh" "$REPO/scripts/tests/uc-mixed.sh"
 
 # perftest in duration mode (write, read, send bandwidth, atomics, write latency): rrxe on
 # both guests, and each side against rdma_rxe.

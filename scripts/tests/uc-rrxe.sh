@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# uc.sh with rrxe on both guests.
-UC_A=rrxe UC_B=rrxe
-. /usr/local/bin/uc.sh
+# ud.sh (UC) with rrxe on both guests.
+XP=uc XP_A=rrxe XP_B=rrxe
+. /usr/local/bin/ud.sh

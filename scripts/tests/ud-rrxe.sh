@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# ud.sh with rrxe on both guests.
-UD_A=rrxe UD_B=rrxe
+# ud.sh (UD) with rrxe on both guests.
+XP=ud XP_A=rrxe XP_B=rrxe
 . /usr/local/bin/ud.sh

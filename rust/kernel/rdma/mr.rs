@@ -204,24 +204,7 @@ pub(crate) unsafe fn reg_user<T: Driver>(
     // SAFETY: Per the function's contract.
     let (pd, udata) = unsafe { (&*pd.cast::<Pd<T>>(), UData::from_raw(udata)) };
     let (keys, init) = T::reg_user_mr(pd, req, udata)?;
-    let mr = KBox::pin_init(
-        try_pin_init!(Mr::<T> {
-            ib: Opaque::zeroed(),
-            data <- init,
-        }),
-        GFP_KERNEL,
-    )?;
-    // SAFETY: The box is leaked to the core and reclaimed, pinned, in `dereg_mr`.
-    let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(mr) });
-    // SAFETY: `raw` is valid; the core fills in the rest of the header after we return.
-    unsafe {
-        let ib = (*raw).ib.get();
-        (*ib).lkey = keys.lkey;
-        (*ib).rkey = keys.rkey;
-        (*ib).iova = req.iova;
-        (*ib).length = req.length;
-    }
-    Ok(raw.cast())
+    new_mr::<T>(keys, init, req.iova, req.length)
 }
 
 /// `get_dma_mr` trampoline body.
@@ -236,6 +219,17 @@ pub(crate) unsafe fn get_dma<T: Driver>(
     // SAFETY: Per the function's contract.
     let pd = unsafe { &*pd.cast::<Pd<T>>() };
     let (keys, init) = T::get_dma_mr(pd, access)?;
+    new_mr::<T>(keys, init, 0, u64::MAX)
+}
+
+/// Allocates a region with `init`'s data and leaks it to the core, with its keys and range
+/// in the core's header.
+fn new_mr<T: Driver>(
+    keys: MrKeys,
+    init: impl PinInit<T::Mr, Error>,
+    iova: u64,
+    length: u64,
+) -> Result<*mut bindings::ib_mr> {
     let mr = KBox::pin_init(
         try_pin_init!(Mr::<T> {
             ib: Opaque::zeroed(),
@@ -250,8 +244,8 @@ pub(crate) unsafe fn get_dma<T: Driver>(
         let ib = (*raw).ib.get();
         (*ib).lkey = keys.lkey;
         (*ib).rkey = keys.rkey;
-        (*ib).iova = 0;
-        (*ib).length = u64::MAX;
+        (*ib).iova = iova;
+        (*ib).length = length;
     }
     Ok(raw.cast())
 }
