@@ -110,3 +110,41 @@ fn the_trap_and_friends() {
     let ud = sel(Opcode::UD_SEND_ONLY, Side::Responder, Dir::Scatter).unwrap();
     assert_eq!(ud.access, Access::LocalWrite);
 }
+
+#[test]
+fn region_checks_pd_rights_and_bounds() {
+    use rrxe_proto::target::{rights, Access, AccessError, Region};
+    let r = Region {
+        iova: 0x1000,
+        length: 0x100,
+        rights: rights::LOCAL_WRITE | rights::REMOTE_WRITE,
+        pd: 7,
+    };
+    assert_eq!(r.check(7, 0x1000, 0x100, Access::RemoteWrite), Ok(0));
+    assert_eq!(r.check(7, 0x10ff, 1, Access::LocalRead), Ok(0xff));
+    assert_eq!(r.check(7, 0x1100, 0, Access::LocalWrite), Ok(0x100));
+    assert_eq!(
+        r.check(7, 0x10ff, 2, Access::RemoteWrite),
+        Err(AccessError::OutOfBounds)
+    );
+    assert_eq!(
+        r.check(7, 0xfff, 1, Access::LocalRead),
+        Err(AccessError::OutOfBounds)
+    );
+    assert_eq!(
+        r.check(7, u64::MAX, 2, Access::LocalRead),
+        Err(AccessError::OutOfBounds)
+    );
+    assert_eq!(
+        r.check(8, 0x1000, 1, Access::LocalRead),
+        Err(AccessError::WrongPd)
+    );
+    assert_eq!(
+        r.check(7, 0x1000, 1, Access::RemoteRead),
+        Err(AccessError::NoRight)
+    );
+    assert_eq!(
+        r.check(7, 0x1000, 8, Access::RemoteAtomic),
+        Err(AccessError::NoRight)
+    );
+}

@@ -9,6 +9,8 @@
 //! stale key (same index, another byte) does not match.
 
 use crate::params::Slot;
+pub(crate) use crate::proto::target::Access as Need;
+use crate::proto::target::Region;
 use crate::Rrxe;
 use kernel::prelude::*;
 use kernel::rdma::{
@@ -47,41 +49,18 @@ pub(crate) struct MrInner {
     pub(crate) key: u32,
 }
 
-/// What an access to a memory region needs.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Need {
-    /// Reading for a local gather (always allowed).
-    LocalRead,
-    /// Writing for a local scatter (`IB_ACCESS_LOCAL_WRITE`).
-    LocalWrite,
-    /// An RDMA WRITE from the wire (`IB_ACCESS_REMOTE_WRITE`).
-    RemoteWrite,
-    /// An RDMA READ from the wire (`IB_ACCESS_REMOTE_READ`).
-    RemoteRead,
-    /// An atomic from the wire (`IB_ACCESS_REMOTE_ATOMIC`).
-    RemoteAtomic,
-}
-
 impl MrInner {
     /// Checks an access of `len` bytes at `va` by a QP of protection domain `pd_id`, and
     /// returns the offset in the pinned memory: the region must be in the same PD, grant the
-    /// right and contain the whole range.
+    /// right and contain the whole range ([`Region::check`]).
     pub(crate) fn check(&self, pd_id: u32, va: u64, len: u32, need: Need) -> Option<usize> {
-        let right = match need {
-            Need::LocalRead => 0,
-            Need::LocalWrite => access::LOCAL_WRITE,
-            Need::RemoteWrite => access::REMOTE_WRITE,
-            Need::RemoteRead => access::REMOTE_READ,
-            Need::RemoteAtomic => access::REMOTE_ATOMIC,
+        let region = Region {
+            iova: self.iova,
+            length: self.length,
+            rights: self.access,
+            pd: self.pd_id,
         };
-        if self.pd_id != pd_id || self.access & right != right {
-            return None;
-        }
-        let off = va.checked_sub(self.iova)?;
-        let end = off.checked_add(u64::from(len))?;
-        if end > self.length {
-            return None;
-        }
+        let off = region.check(pd_id, va, len, need).ok()?;
         usize::try_from(off).ok()
     }
 
@@ -166,5 +145,50 @@ impl RrxeMr {
         if let Some(inner) = &mr.data().inner {
             dev_data.free_mr_index(inner.key >> 8);
         }
+    }
+}
+
+#[kunit_tests(rrxe_mr)]
+mod tests {
+    use crate::proto::target::{rights, Access, AccessError, Region};
+
+    /// Every key resolution of the data path goes through `Region::check`: the PD, the
+    /// right, and the whole range, with no arithmetic overflow on hostile addresses.
+    #[test]
+    fn region_check_refuses_what_the_spec_refuses() {
+        let r = Region {
+            iova: 0x7f00_0000_1000,
+            length: 4096 * 3,
+            rights: rights::LOCAL_WRITE | rights::REMOTE_READ | rights::REMOTE_ATOMIC,
+            pd: 3,
+        };
+        let end = r.iova + r.length;
+        assert_eq!(r.check(3, r.iova, 4096 * 3, Access::RemoteRead), Ok(0));
+        assert_eq!(
+            r.check(3, end - 8, 8, Access::RemoteAtomic),
+            Ok(r.length - 8)
+        );
+        assert_eq!(r.check(3, end, 0, Access::RemoteRead), Ok(r.length));
+        assert_eq!(
+            r.check(3, end - 8, 9, Access::RemoteRead),
+            Err(AccessError::OutOfBounds)
+        );
+        assert_eq!(
+            r.check(3, r.iova - 1, 2, Access::LocalRead),
+            Err(AccessError::OutOfBounds)
+        );
+        assert_eq!(
+            r.check(3, u64::MAX - 3, 8, Access::LocalRead),
+            Err(AccessError::OutOfBounds)
+        );
+        assert_eq!(
+            r.check(4, r.iova, 1, Access::LocalRead),
+            Err(AccessError::WrongPd)
+        );
+        assert_eq!(
+            r.check(3, r.iova, 1, Access::RemoteWrite),
+            Err(AccessError::NoRight)
+        );
+        assert_eq!(r.check(3, r.iova, 1, Access::LocalWrite), Ok(0));
     }
 }

@@ -101,3 +101,79 @@ pub fn select(info: &OpInfo, side: Side, dir: Dir) -> Option<Target> {
     };
     Some(Target { addressing, access })
 }
+
+/// `IB_ACCESS_*` rights of a memory region, as registered.
+pub mod rights {
+    /// The local side may write.
+    pub const LOCAL_WRITE: u32 = 1;
+    /// Remote RDMA WRITE.
+    pub const REMOTE_WRITE: u32 = 2;
+    /// Remote RDMA READ.
+    pub const REMOTE_READ: u32 = 4;
+    /// Remote atomics.
+    pub const REMOTE_ATOMIC: u32 = 8;
+    /// Remote FLUSH (`IB_ACCESS_FLUSH_GLOBAL`).
+    pub const REMOTE_FLUSH: u32 = 1 << 8;
+}
+
+impl Access {
+    /// Returns the `IB_ACCESS_*` right this access needs (0: always allowed).
+    pub const fn right(self) -> u32 {
+        match self {
+            Self::LocalRead => 0,
+            Self::LocalWrite => rights::LOCAL_WRITE,
+            Self::RemoteRead => rights::REMOTE_READ,
+            Self::RemoteWrite => rights::REMOTE_WRITE,
+            Self::RemoteAtomic => rights::REMOTE_ATOMIC,
+            Self::RemoteFlush => rights::REMOTE_FLUSH,
+        }
+    }
+}
+
+/// What a key resolves to: a registered range of virtual addresses, its rights and its
+/// protection domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// First virtual address (the region's iova).
+    pub iova: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// `IB_ACCESS_*` rights.
+    pub rights: u32,
+    /// Protection domain.
+    pub pd: u32,
+}
+
+/// Why an access to a region was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessError {
+    /// The QP is in another protection domain.
+    WrongPd,
+    /// The region lacks the right the access needs.
+    NoRight,
+    /// The range starts before or ends after the region (or wraps around).
+    OutOfBounds,
+}
+
+impl Region {
+    /// Checks an access of `len` bytes at `va` by a QP of protection domain `pd`, and returns
+    /// its byte offset in the region. The whole range must lie inside the region: nothing
+    /// outside it is ever read or written.
+    pub fn check(&self, pd: u32, va: u64, len: u32, access: Access) -> Result<u64, AccessError> {
+        if self.pd != pd {
+            return Err(AccessError::WrongPd);
+        }
+        let right = access.right();
+        if self.rights & right != right {
+            return Err(AccessError::NoRight);
+        }
+        let off = va.checked_sub(self.iova).ok_or(AccessError::OutOfBounds)?;
+        let end = off
+            .checked_add(u64::from(len))
+            .ok_or(AccessError::OutOfBounds)?;
+        if end > self.length {
+            return Err(AccessError::OutOfBounds);
+        }
+        Ok(off)
+    }
+}
