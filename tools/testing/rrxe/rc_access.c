@@ -200,14 +200,6 @@ static void __attribute__((format(printf, 2, 3))) note(struct tc *t, const char 
 	va_end(ap);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* --- memory ------------------------------------------------------------------------ */
 
 /* What @t's side must hold after the case: @n bytes at @off of its buffer become the
@@ -237,22 +229,6 @@ static void cmp_mem(struct tc *t)
 }
 
 /* --- completions ---------------------------------------------------------------------- */
-
-/* Polls @cq for one completion for at most @limit_s seconds: 1 got, 0 none, -1 error. */
-static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, double limit_s)
-{
-	double end = now_s() + limit_s;
-
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n)
-			return n < 0 ? -1 : 1;
-		if (now_s() > end)
-			return 0;
-		usleep(500);
-	}
-}
 
 static const char *opcode_str(int op)
 {

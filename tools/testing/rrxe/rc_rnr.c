@@ -75,30 +75,6 @@ static int msg_to_dest(const char *msg, struct dest *d)
 	return 0;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Polls @cq for one completion for at most @limit_s seconds: 1 if got, 0 if none, -1. */
-static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, double limit_s)
-{
-	double end = now_s() + limit_s;
-
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n)
-			return n < 0 ? -1 : 1;
-		if (now_s() > end)
-			return 0;
-		usleep(1000);
-	}
-}
-
 static uint8_t pattern(size_t i)
 {
 	return (uint8_t)(i * 7 + 13 + (i >> 8));

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
@@ -35,6 +36,30 @@ static inline struct ibv_context *open_dev(const char *name)
 			ctx = ibv_open_device(list[i]);
 	ibv_free_device_list(list);
 	return ctx;
+}
+
+static inline double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Polls @cq for one completion for at most @limit_s seconds: 1 got, 0 none, -1 error. */
+static inline int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, double limit_s)
+{
+	double end = now_s() + limit_s;
+
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n)
+			return n < 0 ? -1 : 1;
+		if (now_s() > end)
+			return 0;
+		usleep(500);
+	}
 }
 
 static inline int read_full(int fd, void *buf, size_t len)
