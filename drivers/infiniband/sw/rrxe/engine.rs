@@ -591,32 +591,20 @@ impl QpShared {
     /// UD: sends every posted WQE as one datagram and completes it (unreliable: there is
     /// nothing to wait for).
     fn pump_ud(&self, e: &mut Engine, ev: &mut Events) {
-        let elem = e.sqs.geometry().elem_size();
         loop {
-            let Ok(prod) = self.sq.producer_acquire() else {
-                return;
-            };
-            let slot = match e.sqs.next_to_start(prod) {
-                Ok(Some(slot)) => slot,
+            let status = match self.copy_next_wqe(e, 0) {
+                Ok(Some(prod)) => self.send_datagram(e).map(|()| prod),
                 Ok(None) => return,
-                Err(_) => {
-                    e.sq_error = Some(WcStatus::LocQpOpErr);
+                Err(status) => Err(status),
+            };
+            let prod = match status {
+                Ok(prod) => prod,
+                Err(status) => {
+                    e.sq_error = Some(status);
                     self.fail_sq_head(e, ev);
                     return;
                 }
             };
-            let Some(copy) = shadow_slot_mut(&mut e.shadow, 0, elem) else {
-                return;
-            };
-            let status = match self.sq.read_slot(&slot, copy) {
-                Ok(()) => self.send_datagram(e),
-                Err(_) => Err(WcStatus::LocQpOpErr),
-            };
-            if let Err(status) = status {
-                e.sq_error = Some(status);
-                self.fail_sq_head(e, ev);
-                return;
-            }
             if e.sqs.mark_started(prod).is_err() {
                 return;
             }
@@ -765,30 +753,46 @@ impl QpShared {
         true
     }
 
+    /// Copies the next posted, not started send WQE into shadow slot `id`; returns the
+    /// producer index it was read under, `None` if there is none, or the status of a corrupt
+    /// ring (an impossible producer index, an unreadable slot).
+    fn copy_next_wqe(
+        &self,
+        e: &mut Engine,
+        id: u32,
+    ) -> core::result::Result<Option<u32>, WcStatus> {
+        let Ok(prod) = self.sq.producer_acquire() else {
+            return Ok(None);
+        };
+        let slot = match e.sqs.next_to_start(prod) {
+            Ok(Some(slot)) => slot,
+            Ok(None) => return Ok(None),
+            Err(_) => return Err(WcStatus::LocQpOpErr),
+        };
+        let elem = e.sqs.geometry().elem_size();
+        let copy = shadow_slot_mut(&mut e.shadow, id, elem).ok_or(WcStatus::LocQpOpErr)?;
+        self.sq
+            .read_slot(&slot, copy)
+            .map_err(|_| WcStatus::LocQpOpErr)?;
+        Ok(Some(prod))
+    }
+
     /// Copies, validates and posts the WQEs userspace added to the send queue.
     fn fill_sender(&self, e: &mut Engine) {
         while e.sq_error.is_none() && e.sender.has_room() {
-            let Ok(prod) = self.sq.producer_acquire() else {
-                return;
-            };
-            let slot = match e.sqs.next_to_start(prod) {
-                Ok(Some(slot)) => slot,
+            let id = e.shadow_next;
+            let prod = match self.copy_next_wqe(e, id) {
+                Ok(Some(prod)) => prod,
                 Ok(None) => return,
-                Err(_) => {
-                    // An impossible producer index: the ring is corrupt.
-                    e.sq_error = Some(WcStatus::LocQpOpErr);
+                Err(status) => {
+                    e.sq_error = Some(status);
                     return;
                 }
             };
-            let id = e.shadow_next;
             let elem = e.sqs.geometry().elem_size();
-            let Some(copy) = shadow_slot_mut(&mut e.shadow, id, elem) else {
+            let Some(copy) = shadow_slot(&e.shadow, id, elem) else {
                 return;
             };
-            if self.sq.read_slot(&slot, copy).is_err() {
-                e.sq_error = Some(WcStatus::LocQpOpErr);
-                return;
-            }
             let wqe = match self.check_send_wqe(copy, &e.sq_params) {
                 Ok(w) => w,
                 Err(status) => {
