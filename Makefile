@@ -5,6 +5,7 @@
 #   make demo      build everything, boot two QEMU guests, run ibv_rc_pingpong over rrxe
 #   make bench     perftest for rrxe and rdma_rxe side by side (writes Documentation/rrxe-bench.rst)
 #   make check     every test: host (cargo), KUnit in a guest, end to end in guests
+#                  (T=GLOB[,GLOB...]: only those groups, see scripts/check.sh)
 #   make shell     an interactive guest with rdma_rrxe loaded
 #   make kernel    (re)build the kernel and modules incrementally (module-only when possible)
 #   make setup     install the toolchain, Linux source and tools (idempotent)
@@ -33,7 +34,7 @@ host-test:
 	cd tools/rrxe && cargo test --quiet
 
 check: setup
-	scripts/check.sh
+	T="$(T)" scripts/check.sh
 
 demo: setup
 	scripts/demo.sh

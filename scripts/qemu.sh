@@ -18,14 +18,20 @@
 #   --file FILE      add FILE to /usr/local/bin of every guest (repeatable)
 #   --quiet          do not echo the consoles to stdout
 # Environment: RRXE_KERNEL (default build/bzImage), EXTRA_FILES (see initramfs.sh),
-#   RRXE_TSC_KHZ (guest TSC frequency, default: the host's; 0: none, time from jiffies).
+#   RRXE_TSC_KHZ (guest TSC frequency, default: the host's; 0: none, time from jiffies),
+#   RRXE_WIRE (udp or tcp: see below).
 #
-# Guest a is 192.0.2.1/24; with SCRIPT_B, guest b is 192.0.2.2/24 on the same wire (a TCP
-# socket on 127.0.0.1). The scripts synchronise themselves (see scripts/guest/lib.sh).
+# Guest a is 192.0.2.1/24; with SCRIPT_B, guest b is 192.0.2.2/24 on the same wire: each
+# QEMU sends the other its Ethernet frames as UDP datagrams on 127.0.0.1 (RRXE_WIRE=udp, the
+# default), or both share one TCP stream (RRXE_WIRE=tcp, which holds small frames back
+# ~40 ms behind Nagle and delayed ACKs). The scripts synchronise themselves (see
+# scripts/guest/lib.sh).
 # Prints one result line per guest; exits 0 only if every script exited 0.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+WIRE=${RRXE_WIRE:-udp}
+case "$WIRE" in udp | tcp) ;; *) rrxe_die "RRXE_WIRE is udp or tcp, not '$WIRE'" ;; esac
 TIMEOUT=300 PCAP= MEM=1024 APPEND= INTERACTIVE= QUIET= OUT= FILES=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -135,15 +141,33 @@ run_guest() {
 	SPID[$n]=$!
 }
 
-port=
+# free_port tcp|udp [EXCEPT]: a port nothing on this host listens on.
+free_port() {
+	local p=
+	while [ -z "$p" ] || [ "$p" = "${2:-}" ] || [ -n "$(ss -Hl"${1:0:1}"n "sport = :$p")" ]; do
+		p=$((20000 + RANDOM % 30000))
+	done
+	echo "$p"
+}
+port= ports=()
 if [ ${#NAMES[@]} = 2 ]; then
-	while [ -z "$port" ] || [ -n "$(ss -Hltn "sport = :$port")" ]; do port=$((20000 + RANDOM % 30000)); done
+	if [ "$WIRE" = udp ]; then
+		ports[0]=$(free_port udp)
+		ports[1]=$(free_port udp "${ports[0]}")
+		port=${ports[0]}
+	else
+		port=$(free_port tcp)
+	fi
 fi
 t0=$SECONDS t0r=$EPOCHREALTIME
 for i in "${!NAMES[@]}"; do
 	n=${NAMES[$i]} peer=
 	[ -z "$port" ] || peer=${IPS[1 - i]}
 	if [ -z "$port" ]; then net=user,id=n0,restrict=on
+	elif [ "$WIRE" = udp ]; then
+		# Each QEMU sends its frames as datagrams to the other's port: no stream between
+		# them, so no Nagle/delayed-ACK stalls, and a frame can be lost like on a wire.
+		net=socket,id=n0,udp=127.0.0.1:${ports[1 - i]},localaddr=127.0.0.1:${ports[i]}
 	elif [ "$n" = a ]; then net=socket,id=n0,listen=127.0.0.1:$port
 	else
 		# guest b connects: wait until guest a's QEMU listens

@@ -33,6 +33,25 @@ rrxe_gid_index() {
 	return 1
 }
 
+# wait_ipv6_dad [DEV] [SECS]: waits until DEV (default eth0) has an IPv6 link-local address
+# and none of its addresses is still tentative (duplicate address detection done; default
+# 30 s). Until then the kernel will not use the address as a source, and a RoCE route from
+# it (modify QP to RTR) fails, with rdma_rxe as with rrxe.
+wait_ipv6_dad() {
+	local dev=${1:-eth0} secs=${2:-30} i=0
+	while [ $i -lt $((secs * 10)) ]; do
+		if ip -6 addr show dev "$dev" scope link | grep -q 'inet6 fe80' &&
+			[ -z "$(ip -6 addr show dev "$dev" tentative)" ]; then
+			return 0
+		fi
+		i=$((i + 1))
+		sleep 0.1
+	done
+	ip -6 addr show dev "$dev" >&2
+	echo "IPv6 duplicate address detection on $dev not done after $secs s" >&2
+	return 1
+}
+
 # retry TRIES DELAY CMD...: runs CMD until it succeeds, at most TRIES times.
 retry() {
 	local tries=$1 delay=$2 i=1
@@ -191,7 +210,8 @@ rc_pingpong() {
 # TMO s; the client is retried until it got through to its server (connect_retry), and
 # reports its exit status on TCP port PORT+100. Guest a prints `RRXE-TEST NAME ok` if both
 # exited 0, else FAIL, and returns 1; both show the commands' output (on guest a
-# /tmp/server.out keeps it). PEER_GONE as for rc_pingpong.
+# /tmp/server.out keeps it). PEER_GONE as for rc_pingpong. With PAIR_EXPECT_FAIL=REGEX the
+# run must fail instead: both sides exit 1 and the server's output matches REGEX.
 pair_run() {
 	local name=$1 port=$2 tmo=$3 scmd=() rc crc= l
 	shift 3
@@ -220,7 +240,14 @@ pair_run() {
 	read -r crc </tmp/client.result
 	[ -n "$crc" ] || PEER_GONE=1
 	set --
-	if [ "$rc" != 0 ]; then set -- "server exit status $rc$([ "$rc" = 124 ] && echo ' (timeout)'): $(tail -1 /tmp/server.out)"
+	if [ -n "${PAIR_EXPECT_FAIL:-}" ]; then
+		# A negative test: both sides must fail (exit 1: no timeout, no crash) and the
+		# server must say why, matching PAIR_EXPECT_FAIL.
+		if [ "$rc" != 1 ]; then set -- "server exit status $rc, expected 1"
+		elif [ "$crc" != 1 ]; then set -- "client exit status ${crc:-none}, expected 1"
+		elif ! grep -q "$PAIR_EXPECT_FAIL" /tmp/server.out; then set -- "server did not report '$PAIR_EXPECT_FAIL'"
+		fi
+	elif [ "$rc" != 0 ]; then set -- "server exit status $rc$([ "$rc" = 124 ] && echo ' (timeout)'): $(tail -1 /tmp/server.out)"
 	elif [ -z "$crc" ]; then set -- "no result from the client"
 	elif [ "$crc" != 0 ]; then set -- "client exit status $crc$([ "$crc" = 124 ] && echo ' (timeout)') (see guest b)"
 	fi
@@ -230,4 +257,16 @@ pair_run() {
 		echo "RRXE-TEST $name FAIL: $1"
 		return 1
 	fi
+}
+
+# xfer_pair NAME PORT [XFER_OPTS...]: one byte-exact transfer test (tools/testing/rrxe/xfer.c:
+# every byte of every message checked against a pattern of its side, sequence number and
+# offset, both directions, both sides' exit status judged), xfer's server on guest a and its
+# client on guest b on $DEV/$GID, through pair_run (both guests call it in the same order).
+# XFER_TIMEOUT (default 90) bounds each side.
+xfer_pair() {
+	local name=$1 port=$2
+	shift 2
+	pair_run "$name" "$port" "${XFER_TIMEOUT:-90}" xfer server -d "$DEV" -g "$GID" -p "$port" "$@" -- \
+		xfer client -d "$DEV" -g "$GID" -p "$port" "$@"
 }

@@ -2,41 +2,57 @@
 #
 # Loopback, one guest: QPs of the same rrxe device talk to each other (the packets go to
 # this host's own address; rrxe hands them to its receive path from softirq work instead
-# of the IP layer, which would deliver them on the loopback device). Stock tools, data
-# checked; then the device and the module go away with nothing leaked.
+# of the IP layer, which would deliver them on the loopback device). xfer (every byte of
+# every message checked, both ways: RC SEND, WRITE with immediate and READ through scatter
+# lists, UC, UD) and the stock tools; then the device and the module go away (the harness
+# checks for leaks and warnings at the end).
 . /usr/local/lib/rrxe/lib.sh
 
 FAILED=0
 ok() { echo "RRXE-TEST $1 ok"; }
 bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
 
-kmemleak_clear
 rdma_link rdma_rrxe rrxe rrxe0
 gid=$(rrxe_gid_index rrxe0) || die "no RoCE v2 GID"
 port=18600
-# pair NAME SERVER-CMD...: runs the tool as server and client on this host.
+# pair NAME SERVER-CMD...: runs the tool as server and client on this host (the client's
+# command is the server's, with "client" for a "server" subcommand, and this host's address).
 pair() {
-	local name=$1 srv rc
+	local name=$1 srv rc cli
 	shift
 	port=$((port + 1))
 	timeout 120 "$@" -p $port >/tmp/lo-srv 2>&1 &
 	srv=$!
+	cli=("$@")
+	[ "${cli[1]}" != server ] || cli[1]=client
 	connect_to() { timeout 120 "$@" -p $port "$RRXE_IP" >/tmp/lo-cli 2>&1; }
-	retry 50 0.2 connect_to "$@"
+	retry 50 0.2 connect_to "${cli[@]}"
 	rc=$?
 	wait $srv
 	local src=$?
 	cat /tmp/lo-cli
-	if [ $rc = 0 ] && [ $src = 0 ]; then ok "loopback_$name"; else bad "loopback_$name" "client $rc, server $src"; fi
+	if grep -q "invalid data" /tmp/lo-srv /tmp/lo-cli; then
+		bad "loopback_$name" "$(grep -h -m1 'invalid data' /tmp/lo-srv /tmp/lo-cli)"
+	elif [ $rc = 0 ] && [ $src = 0 ]; then ok "loopback_$name"; else bad "loopback_$name" "client $rc, server $src"; fi
 }
+# xpair NAME XFER_OPTS...: xfer's server and client on this host (port via -p).
+xpair() {
+	local name=$1
+	shift
+	pair "$name" xfer server -d rrxe0 -g "$gid" "$@"
+}
+xpair xfer_rc_send_65536_sges -s 65536 -n 10 -S 3
+xpair xfer_rc_write_imm_65536 -o write_imm -s 65536 -n 10 -S 2
+xpair xfer_rc_read_65536 -o read -s 65536 -n 10 -S 4
+xpair xfer_rc_send_1m_events -s 1048576 -n 2 -e
+xpair xfer_uc_send_4096 -t uc -s 4096 -n 20
+xpair xfer_ud_send_1024 -t ud -s 1024 -n 20 -S 2
 pair pingpong_64k ibv_rc_pingpong -d rrxe0 -g "$gid" -s 65536 -n 20 -c
 pair pingpong_1m_events ibv_rc_pingpong -d rrxe0 -g "$gid" -s 1048576 -n 3 -c -e
 pair read_bw ib_read_bw -d rrxe0 -x "$gid" -n 50 -F
 pair atomic_bw ib_atomic_bw -d rrxe0 -x "$gid" -n 50 -F
 pair write_lat ib_write_lat -d rrxe0 -x "$gid" -n 50 -F
 rdma statistic show link rrxe0/1
-rdma link del rrxe0 || bad loopback_link_del "rdma link del"
+if rdma link del rrxe0; then ok loopback_link_del; else bad loopback_link_del "rdma link del"; fi
 if rmmod rdma_rrxe; then ok loopback_rmmod; else bad loopback_rmmod rmmod; fi
-if kmemleak_check; then ok loopback_no_leak; else bad loopback_no_leak kmemleak; fi
-if dmesg_check; then ok loopback_dmesg_clean; else bad loopback_dmesg_clean dmesg_check; fi
 exit $FAILED

@@ -12,11 +12,12 @@
 #  Round 2 is not run on the C rdma_rxe: with lockdep (our guest kernel) each of its QPs'
 #  send sockets holds a module reference (sock_lock_init_class_and_name in rxe_qp.c), the
 #  GSI QP's too, so rdma_rxe cannot be unloaded while it has a device. TD_ROUNDS overrides.
-# Then kmemleak_check and dmesg_check. Guest b's client is expected to fail (transport
-# retry counter exceeded), or to wait for ever: rdma_rxe treats retry_cnt 7 as infinite,
-# and a client whose SEND was acknowledged waits for a receive that no timeout ends. It is
-# stopped 5 s after guest a is done, never left to hang, and its end only logged. Guest b
-# then removes its own device and module and checks for leaks too.
+# Leaks and kernel warnings are judged by the harness at the end of each rrxe guest (the
+# module is gone by then, so kmemleak sees everything it left). Guest b's client is expected
+# to fail (transport retry counter exceeded), or to wait for ever: rdma_rxe treats
+# retry_cnt 7 as infinite, and a client whose SEND was acknowledged waits for a receive that
+# no timeout ends. It is stopped 5 s after guest a is done, never left to hang, and its end
+# only logged. Guest b then removes its own device and module.
 # TD_A / TD_B (default rrxe) pick each guest's driver: rrxe or rxe (the C rdma_rxe).
 # Prints `RRXE-TEST teardown_<A>_<B>_...` lines on both guests.
 . /usr/local/lib/rrxe/lib.sh
@@ -39,7 +40,6 @@ PORT=18800 CTL=18900
 ITERS=100000000 SIZE=65536
 if [ "$TD_A" = rrxe ]; then ROUNDS=${TD_ROUNDS:-linkdel rmmod}; else ROUNDS=${TD_ROUNDS:-linkdel}; fi
 
-kmemleak_clear
 if [ "$RRXE_NAME" = a ]; then MOD=$(module_of "$TD_A"); else MOD=$(module_of "$TD_B"); fi
 
 # --- guest b: the client ------------------------------------------------------------------
@@ -69,8 +69,6 @@ if [ "$RRXE_NAME" = b ]; then
 	[ -d $d ] && for f in "$d"/*; do echo "   $(basename "$f") $(cat "$f")"; done
 	if timeout 30 rdma link del "$DEV"; then ok "teardown_${DRV}_peer_link_del"; else bad "teardown_${DRV}_peer_link_del" "rdma link del $DEV"; fi
 	if timeout 60 rmmod "$MOD"; then ok "teardown_${DRV}_peer_rmmod"; else bad "teardown_${DRV}_peer_rmmod" "rmmod $MOD"; fi
-	if kmemleak_check; then ok "teardown_${DRV}_peer_no_leak"; else bad "teardown_${DRV}_peer_no_leak" kmemleak; fi
-	if dmesg_check; then ok dmesg_clean; else bad dmesg_clean dmesg_check; fi
 	exit $FAILED
 fi
 
@@ -138,6 +136,4 @@ for round in $ROUNDS; do
 	PORT=$((PORT + 1)) CTL=$((CTL + 1))
 done
 
-if kmemleak_check; then ok "teardown_${DRV}_no_leak"; else bad "teardown_${DRV}_no_leak" kmemleak; fi
-if dmesg_check; then ok dmesg_clean; else bad dmesg_clean dmesg_check; fi
 exit $FAILED

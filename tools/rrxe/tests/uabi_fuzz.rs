@@ -305,6 +305,31 @@ fn check_send(slot: &[u8], p: &SendQueueParams) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Steers a receive WQE slot (at least 40 bytes) towards acceptance: each of the first
+/// `num_sge` SGEs that fit gets a length below 64 KiB, and the header's length is their sum.
+fn sum_sge_lengths(slot: &mut [u8], num_sge: u32) {
+    let n = (num_sge as usize).min((slot.len() - 40) / 16);
+    let mut sum = 0u32;
+    for i in 0..n {
+        let off = 40 + 16 * i + 8;
+        let l = u32::from_le_bytes(slot[off..off + 4].try_into().unwrap()) % 65536;
+        slot[off..off + 4].copy_from_slice(&l.to_le_bytes());
+        sum += l;
+    }
+    slot[16..20].copy_from_slice(&sum.to_le_bytes());
+}
+
+/// Steers a random address vector towards the accept path: port 1, an IPv4-mapped
+/// destination GID that agrees with the destination address, a 20-bit flow label.
+fn steer_av_v4(av: &mut RxeAvFields) {
+    av.port_num = 1;
+    av.network_type = NETWORK_TYPE_IPV4;
+    av.grh.dgid[..12].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]);
+    let ip: [u8; 4] = av.grh.dgid[12..].try_into().unwrap();
+    av.dgid_addr[4..8].copy_from_slice(&ip);
+    av.grh.flow_label &= 0xf_ffff;
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(4096))]
 
@@ -331,15 +356,7 @@ proptest! {
         if slot.len() >= 40 {
             slot[28..32].copy_from_slice(&num_sge.to_le_bytes());
             if fix {
-                let n = (num_sge as usize).min((slot.len() - 40) / 16);
-                let mut sum = 0u32;
-                for i in 0..n {
-                    let off = 40 + 16 * i + 8;
-                    let l = u32::from_le_bytes(slot[off..off + 4].try_into().unwrap()) % 65536;
-                    slot[off..off + 4].copy_from_slice(&l.to_le_bytes());
-                    sum += l;
-                }
-                slot[16..20].copy_from_slice(&sum.to_le_bytes());
+                sum_sge_lengths(&mut slot, num_sge);
             }
         }
         let p = RecvQueueParams {
@@ -364,13 +381,7 @@ proptest! {
     fn av_fuzzed(bytes in prop::collection::vec(any::<u8>(), 88), v4 in any::<bool>(), gids in 0u32..300) {
         let mut av = RxeAv::new(&bytes).unwrap().fields();
         if v4 {
-            // Steer towards the accept path.
-            av.port_num = 1;
-            av.network_type = NETWORK_TYPE_IPV4;
-            av.grh.dgid[..12].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]);
-            let ip: [u8; 4] = av.grh.dgid[12..].try_into().unwrap();
-            av.dgid_addr[4..8].copy_from_slice(&ip);
-            av.grh.flow_label &= 0xf_ffff;
+            steer_av_v4(&mut av);
         }
         if let Ok(ok) = validate_av(&av, gids) {
             prop_assert_eq!(ok.fields().port_num, 1);
@@ -465,4 +476,74 @@ proptest! {
         let _ = sq_caps(n, n.rotate_left(7));
         let _ = recv_wqe_size(n);
     }
+}
+
+/// The properties above check only what validation accepts: they would pass, vacuously, if
+/// their generators never produced an acceptable input. Sample each generator (seeded, so
+/// the figures are repeatable) and require that a fair share of its inputs is accepted.
+#[test]
+fn fuzzers_reach_the_accept_paths() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    const N: usize = 2000;
+    let mut runner = TestRunner::deterministic();
+    let mut sample = |s: &dyn Fn(&mut TestRunner) -> bool| -> usize {
+        (0..N).filter(|_| s(&mut runner)).count()
+    };
+    let send = sample(&|r| {
+        let raw = raw_send().new_tree(r).unwrap().current();
+        let p = send_params().new_tree(r).unwrap().current();
+        validate_send_wqe(&raw.slot(), &p).is_ok()
+    });
+    let av = sample(&|r| {
+        let bytes = prop::collection::vec(any::<u8>(), 88)
+            .new_tree(r)
+            .unwrap()
+            .current();
+        let mut av = RxeAv::new(&bytes).unwrap().fields();
+        steer_av_v4(&mut av);
+        let gids = (0u32..300).new_tree(r).unwrap().current();
+        validate_av(&av, gids).is_ok()
+    });
+    let geometry = sample(&|r| {
+        let log2 = (0u32..40).new_tree(r).unwrap().current();
+        let mask = prop_oneof![Just(0u32), Just(1), Just(7), Just(1023), any::<u32>()]
+            .new_tree(r)
+            .unwrap()
+            .current();
+        QueueGeometry::from_raw(log2, mask).is_ok()
+    });
+    let recv = sample(&|r| {
+        // As recv_wqe_fuzzed with `fix`: SGE lengths summed into the header.
+        let mut slot = prop::collection::vec(any::<u8>(), 40..300)
+            .new_tree(r)
+            .unwrap()
+            .current();
+        let num_sge = small_or_any(20).new_tree(r).unwrap().current();
+        slot[28..32].copy_from_slice(&num_sge.to_le_bytes());
+        sum_sge_lengths(&mut slot, num_sge);
+        let p = RecvQueueParams {
+            max_sge: 20,
+            max_msg_size: MAX_MSG_SIZE,
+            length_check: LengthCheck::Strict,
+        };
+        validate_recv_wqe(&slot, &p).is_ok()
+    });
+    println!(
+        "accepted of {N}: send WQEs {send}, receive WQEs {recv}, AVs {av}, SQ geometries {geometry}"
+    );
+    assert!(
+        recv >= N / 20,
+        "only {recv} of {N} generated receive WQEs validate"
+    );
+    assert!(
+        send >= N / 20,
+        "only {send} of {N} generated send WQEs validate"
+    );
+    assert!(av >= N / 20, "only {av} of {N} steered AVs validate");
+    assert!(
+        geometry >= N / 20,
+        "only {geometry} of {N} SQ geometries are valid"
+    );
 }

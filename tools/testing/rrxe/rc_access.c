@@ -1079,49 +1079,11 @@ static int selected(const char *list, const char *id)
 
 static int tcp_connect(const char *server, const char *port)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = G.server ? AI_PASSIVE : 0 };
-	struct addrinfo *res, *t;
 	struct timeval tv = { .tv_sec = SOCK_TIMEOUT_S };
-	int sock = -1, one = 1;
+	int sock = tcp_rendezvous(G.server, server, port);
 
-	if (getaddrinfo(server, port, &hints, &res)) {
-		fprintf(stderr, "getaddrinfo %s:%s failed\n", server ? server : "*", port);
+	if (sock < 0)
 		return -1;
-	}
-	for (t = res; t; t = t->ai_next) {
-		sock = socket(t->ai_family, t->ai_socktype, t->ai_protocol);
-		if (sock < 0)
-			continue;
-		if (G.server) {
-			setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-			if (!bind(sock, t->ai_addr, t->ai_addrlen) && !listen(sock, 1))
-				break;
-		} else if (!connect(sock, t->ai_addr, t->ai_addrlen)) {
-			break;
-		}
-		close(sock);
-		sock = -1;
-	}
-	freeaddrinfo(res);
-	if (sock < 0) {
-		/* ibv_rc_pingpong's wording: the guest scripts retry on it. */
-		if (G.server)
-			fprintf(stderr, "Couldn't listen to port %s\n", port);
-		else
-			fprintf(stderr, "Couldn't connect to %s:%s\n", server, port);
-		return -1;
-	}
-	if (G.server) {
-		int c = accept(sock, NULL, NULL);
-
-		close(sock);
-		sock = c;
-		if (sock < 0) {
-			perror("accept");
-			return -1;
-		}
-	}
 	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	return sock;

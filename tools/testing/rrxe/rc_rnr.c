@@ -10,9 +10,11 @@
  *    client must complete it with IBV_WC_RNR_RETRY_EXC_ERR (with the default rnr_retry 1:
  *    the first try and one retry); the server must see no completion at all.
  *  - -P (positive): the server posts its receive ~200 ms (-w) after the connection is set
- *    up; the client (use -r 7: retry for ever) must complete its SEND with IBV_WC_SUCCESS,
- *    and the server must get one receive completion of -s bytes with the sent data
- *    (every byte checked).
+ *    up, or, with -W COUNTER_FILE, once the number in that file (its driver's count of RNR
+ *    NAKs sent, in sysfs) has grown, i.e. once the SEND was refused at least once (30 s at
+ *    most); the client (use -r 7: retry for ever) must complete its SEND with
+ *    IBV_WC_SUCCESS, and the server must get one receive completion of -s bytes with the
+ *    sent data (every byte checked).
  *
  * QP numbers, PSNs and GIDs are exchanged over TCP as ibv_rc_pingpong does ("LID:QPN:PSN:
  * GID" text, the client connects to the server's port -p, default 18520); the connection
@@ -21,7 +23,7 @@
  * Exit status 0 only if the outcome is the expected one.
  *
  * Usage: rc_rnr server|client -d DEV -g GIDIDX [-p PORT] [-r RNR_RETRY] [-t MIN_RNR_TIMER]
- *               [-s SIZE] [-w MSEC] [-P] [SERVER_ADDRESS (client)]
+ *               [-s SIZE] [-w MSEC] [-W COUNTER_FILE] [-P] [SERVER_ADDRESS (client)]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -50,29 +52,19 @@ struct dest {
 
 static void dest_to_msg(const struct dest *d, char *msg)
 {
-	uint32_t w[4];
-	int n;
+	char gid[33];
 
-	memcpy(w, d->gid.raw, sizeof(w));
-	n = snprintf(msg, MSG_SIZE, "%04x:%06x:%06x:", d->lid, d->qpn, d->psn);
-	for (int i = 0; i < 4; i++)
-		n += snprintf(msg + n, MSG_SIZE - n, "%08x", htonl(w[i]));
+	gid_to_hex(&d->gid, gid);
+	snprintf(msg, MSG_SIZE, "%04x:%06x:%06x:%s", d->lid, d->qpn, d->psn, gid);
 }
 
 static int msg_to_dest(const char *msg, struct dest *d)
 {
-	char gid[33], tmp[9];
-	uint32_t w[4];
+	char gid[33];
 
-	if (sscanf(msg, "%x:%x:%x:%32s", &d->lid, &d->qpn, &d->psn, gid) != 4 || strlen(gid) != 32)
+	if (sscanf(msg, "%x:%x:%x:%32s", &d->lid, &d->qpn, &d->psn, gid) != 4)
 		return -1;
-	for (int i = 0; i < 4; i++) {
-		memcpy(tmp, gid + i * 8, 8);
-		tmp[8] = 0;
-		w[i] = ntohl(strtoul(tmp, NULL, 16));
-	}
-	memcpy(d->gid.raw, w, sizeof(w));
-	return 0;
+	return gid_from_hex(gid, &d->gid);
 }
 
 static uint8_t pattern(size_t i)
@@ -80,17 +72,32 @@ static uint8_t pattern(size_t i)
 	return (uint8_t)(i * 7 + 13 + (i >> 8));
 }
 
+/* The number in a sysfs counter file, or -1. */
+static long long read_counter(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s server|client -d DEV -g GIDIDX [-p PORT] [-r RNR_RETRY] [-t MIN_RNR_TIMER]\n"
-		"          [-s SIZE] [-w MSEC] [-P] [SERVER_ADDRESS (client)]\n", argv0);
+		"          [-s SIZE] [-w MSEC] [-W COUNTER_FILE] [-P] [SERVER_ADDRESS (client)]\n",
+		argv0);
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	const char *devname = NULL, *server = NULL, *port = "18520";
+	const char *devname = NULL, *server = NULL, *port = "18520", *counter = NULL;
 	int gid_index = -1, rnr_retry = 1, min_rnr_timer = 1, positive = 0, is_server, opt;
 	unsigned int size = 64, wait_ms = 200;
 	struct ibv_context *ctx;
@@ -114,7 +121,7 @@ int main(int argc, char **argv)
 	else
 		usage(argv[0]);
 	optind = 2;
-	while ((opt = getopt(argc, argv, "d:g:p:r:t:s:w:P")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:r:t:s:w:W:P")) != -1) {
 		switch (opt) {
 		case 'd': devname = optarg; break;
 		case 'g': gid_index = atoi(optarg); break;
@@ -124,6 +131,7 @@ int main(int argc, char **argv)
 		case 's': size = strtoul(optarg, NULL, 0); break;
 		case 'w': wait_ms = strtoul(optarg, NULL, 0); break;
 		case 'P': positive = 1; break;
+		case 'W': counter = optarg; break;
 		default: usage(argv[0]);
 		}
 	}
@@ -181,50 +189,9 @@ int main(int argc, char **argv)
 	       me.lid, me.qpn, me.psn, gidstr);
 
 	/* --- TCP exchange ------------------------------------------------------------ */
-	{
-		struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-					  .ai_flags = is_server ? AI_PASSIVE : 0 };
-		struct addrinfo *res, *t;
-		int one = 1;
-
-		if (getaddrinfo(server, port, &hints, &res)) {
-			fprintf(stderr, "getaddrinfo %s:%s failed\n", server ? server : "*", port);
-			return 1;
-		}
-		for (t = res; t; t = t->ai_next) {
-			sock = socket(t->ai_family, t->ai_socktype, t->ai_protocol);
-			if (sock < 0)
-				continue;
-			if (is_server) {
-				setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-				if (!bind(sock, t->ai_addr, t->ai_addrlen) && !listen(sock, 1))
-					break;
-			} else if (!connect(sock, t->ai_addr, t->ai_addrlen)) {
-				break;
-			}
-			close(sock);
-			sock = -1;
-		}
-		freeaddrinfo(res);
-		if (sock < 0) {
-			/* The wording of ibv_rc_pingpong's: the guest scripts retry on it. */
-			if (is_server)
-				fprintf(stderr, "Couldn't listen to port %s\n", port);
-			else
-				fprintf(stderr, "Couldn't connect to %s:%s\n", server, port);
-			return 1;
-		}
-		if (is_server) {
-			int c = accept(sock, NULL, NULL);
-
-			close(sock);
-			sock = c;
-			if (sock < 0) {
-				perror("accept");
-				return 1;
-			}
-		}
-	}
+	sock = tcp_rendezvous(is_server, server, port);
+	if (sock < 0)
+		return 1;
 	dest_to_msg(&me, msg);
 	if (is_server) {
 		if (read_full(sock, msg, sizeof(msg)) || msg_to_dest(msg, &peer)) {
@@ -287,8 +254,26 @@ int main(int argc, char **argv)
 			fprintf(stderr, "Couldn't send local address\n");
 			return 1;
 		}
-		if (positive) {
+		if (positive && counter) {
+			long long c0 = read_counter(counter), c = c0;
+			double t0 = now_s();
+
+			while (c0 >= 0 && c == c0 && now_s() - t0 < POLL_LIMIT_S) {
+				usleep(1000);
+				c = read_counter(counter);
+			}
+			if (c0 < 0 || c <= c0) {
+				printf("server: %s did not grow in %d s (%lld -> %lld): no RNR NAK sent\n",
+				       counter, POLL_LIMIT_S, c0, c);
+				positive = -1;
+			} else {
+				printf("server: RNR NAK counted after %.3f s (%s: %lld -> %lld)\n",
+				       now_s() - t0, counter, c0, c);
+			}
+		} else if (positive) {
 			usleep(wait_ms * 1000);
+		}
+		if (positive > 0) {
 			if (ibv_post_recv(qp, &rwr, &bad)) {
 				perror("ibv_post_recv");
 				return 1;

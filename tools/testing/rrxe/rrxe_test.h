@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Shared by the libibverbs test programs: one "RRXE-TEST <name> ok|FAIL: ..." line per
- * check (read by scripts/check.sh), opening a device by name, and whole reads and writes
- * on the TCP socket the two-guest tests exchange their QP details over.
+ * check (read by scripts/check.sh), opening a device by name, the TCP rendezvous of the
+ * two-guest tests and whole reads and writes on the socket they exchange QP details over.
  */
 #ifndef RRXE_TEST_H
 #define RRXE_TEST_H
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
@@ -34,7 +39,8 @@ static inline struct ibv_context *open_dev(const char *name)
 	for (int i = 0; list && list[i]; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), name))
 			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
+	if (list)
+		ibv_free_device_list(list);
 	return ctx;
 }
 
@@ -60,6 +66,83 @@ static inline int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, double limit_s)
 			return 0;
 		usleep(500);
 	}
+}
+
+/*
+ * The two sides of a test meet over TCP: the server (@is_server) listens on @port and accepts
+ * one connection, the client connects to @server:@port. Returns the connected socket, or -1
+ * after printing ibv_rc_pingpong's wording ("Couldn't connect to ..."), on which the guest
+ * scripts retry the client.
+ */
+static inline int tcp_rendezvous(int is_server, const char *server, const char *port)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = is_server ? AI_PASSIVE : 0 };
+	struct addrinfo *res, *t;
+	int sock = -1, one = 1;
+
+	if (getaddrinfo(server, port, &hints, &res)) {
+		fprintf(stderr, "getaddrinfo %s:%s failed\n", server ? server : "*", port);
+		return -1;
+	}
+	for (t = res; t; t = t->ai_next) {
+		sock = socket(t->ai_family, t->ai_socktype, t->ai_protocol);
+		if (sock < 0)
+			continue;
+		if (is_server) {
+			setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			if (!bind(sock, t->ai_addr, t->ai_addrlen) && !listen(sock, 1))
+				break;
+		} else if (!connect(sock, t->ai_addr, t->ai_addrlen)) {
+			break;
+		}
+		close(sock);
+		sock = -1;
+	}
+	freeaddrinfo(res);
+	if (sock < 0) {
+		if (is_server)
+			fprintf(stderr, "Couldn't listen to port %s\n", port);
+		else
+			fprintf(stderr, "Couldn't connect to %s:%s\n", server, port);
+		return -1;
+	}
+	if (is_server) {
+		int c = accept(sock, NULL, NULL);
+
+		close(sock);
+		sock = c;
+		if (sock < 0)
+			perror("accept");
+	}
+	return sock;
+}
+
+/* A GID as ibv_rc_pingpong writes it: 32 hex digits, 8 per 32-bit word (33 bytes at @out). */
+static inline void gid_to_hex(const union ibv_gid *gid, char *out)
+{
+	uint32_t w[4];
+
+	memcpy(w, gid->raw, sizeof(w));
+	for (int i = 0; i < 4; i++)
+		snprintf(out + 8 * i, 9, "%08x", htonl(w[i]));
+}
+
+/* The reverse of gid_to_hex(): 0, or -1 if @hex is not 32 hex digits. */
+static inline int gid_from_hex(const char *hex, union ibv_gid *gid)
+{
+	char tmp[9];
+	uint32_t w[4];
+
+	if (strlen(hex) != 32 || strspn(hex, "0123456789abcdefABCDEF") != 32)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		memcpy(tmp, hex + i * 8, 8);
+		tmp[8] = 0;
+		w[i] = ntohl(strtoul(tmp, NULL, 16));
+	}
+	memcpy(gid->raw, w, sizeof(w));
+	return 0;
 }
 
 static inline int read_full(int fd, void *buf, size_t len)

@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 	/* IBA: remote write or atomic access needs local write. */
 	errno = 0;
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_WRITE);
-	check("mr_remote_write_needs_local_write", !mr && errno == EINVAL, "REMOTE_WRITE alone");
+	check("core_mr_remote_write_needs_local_write", !mr && errno == EINVAL, "REMOTE_WRITE alone");
 	if (mr)
 		ibv_dereg_mr(mr);
 	/* A range that is not mapped cannot be pinned. */
@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	munmap(hole, 1 << 16);
 	errno = 0;
 	mr = ibv_reg_mr(pd, hole, 1 << 16, IBV_ACCESS_LOCAL_WRITE);
-	check("mr_unmapped_range_rejected", !mr && errno != 0, "unmapped range");
+	check("core_mr_unmapped_range_rejected", !mr && errno != 0, "unmapped range");
 	if (mr)
 		ibv_dereg_mr(mr);
 	/* Unaligned start and odd length; a zero-based iova. */
@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 	check("mr_iova_zero_based", mr && !ibv_dereg_mr(mr), "ibv_reg_mr_iova(page offset)");
 	errno = 0;
 	mr = ibv_reg_mr_iova(pd, buf, 8192, ((uintptr_t)buf & 4095) + 1, IBV_ACCESS_LOCAL_WRITE);
-	check("mr_iova_other_page_offset_rejected", !mr && errno == EINVAL, "iova offset");
+	check("core_mr_iova_other_page_offset_rejected", !mr && errno == EINVAL, "iova offset");
 	if (mr)
 		ibv_dereg_mr(mr);
 

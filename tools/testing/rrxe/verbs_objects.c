@@ -118,10 +118,10 @@ int main(int argc, char **argv)
 		check("verbs_destroy_ahs", made == 16, "ibv_destroy_ah");
 		ah.port_num = 2;
 		errno = 0;
-		check("verbs_ah_bad_port_rejected", pd && !ibv_create_ah(pd, &ah), "ibv_create_ah(port 2)");
+		check("core_ah_bad_port_rejected", pd && !ibv_create_ah(pd, &ah), "ibv_create_ah(port 2)");
 		ah.port_num = 1;
 		ah.is_global = 0;
-		check("verbs_ah_without_grh_rejected", pd && !ibv_create_ah(pd, &ah),
+		check("core_ah_without_grh_rejected", pd && !ibv_create_ah(pd, &ah),
 		      "ibv_create_ah(no GRH)");
 		/* One left for the kernel to clean up. */
 		ah.is_global = 1;

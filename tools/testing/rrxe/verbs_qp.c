@@ -131,7 +131,7 @@ int main(int argc, char **argv)
 	if (qp) {
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 2 };
 
-		check("qp_bad_port_rejected", ibv_modify_qp(qp, &a, IBV_QP_STATE |
+		check("core_qp_bad_port_rejected", ibv_modify_qp(qp, &a, IBV_QP_STATE |
 					      IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0,
 		      "port 2");
 		a.port_num = 1;

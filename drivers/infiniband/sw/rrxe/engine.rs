@@ -47,7 +47,7 @@ use crate::proto::{
     uabi::{
         self, Completion, KernelConsumer, LengthCheck, RecvQueueParams, RxeRecvWqeFields,
         RxeSendWqeFields, RxeSgeFields, SendData, SendFlags, SendOp, SendQueueParams,
-        SendQueueState, SgeList, UdAddress, WcEx, WrOpcode, MAX_MSG_SIZE,
+        SendQueueState, SgeList, SgeWalkError, UdAddress, WcEx, WrOpcode, MAX_MSG_SIZE,
     },
 };
 use crate::queue::SharedQueue;
@@ -247,35 +247,19 @@ fn raw_wr_id(slot: &[u8]) -> u64 {
 }
 
 /// Calls `f(va, lkey, range)` for each piece of `[offset, offset + len)` of a scatter/gather
-/// list, where `range` is the piece's place in a buffer of `len` bytes. Fails if the list is
-/// shorter than `offset + len`.
+/// list ([`SgeList::walk`]), where `range` is the piece's place in a buffer of `len` bytes.
+/// Fails with `f`'s error, or `EINVAL` if the list is shorter than `offset + len`.
 fn walk_sges(
     sges: SgeList<'_>,
-    mut offset: u32,
+    offset: u32,
     len: usize,
     mut f: impl FnMut(u64, u32, core::ops::Range<usize>) -> Result,
 ) -> Result {
-    let mut pos = 0usize;
-    for sge in sges.iter() {
-        if pos == len {
-            break;
-        }
-        if offset >= sge.length {
-            offset = offset.wrapping_sub(sge.length);
-            continue;
-        }
-        let avail = usize::try_from(sge.length.wrapping_sub(offset))?;
-        let n = avail.min(len.wrapping_sub(pos));
-        let end = pos.wrapping_add(n);
-        f(sge.addr.wrapping_add(u64::from(offset)), sge.lkey, pos..end)?;
-        pos = end;
-        offset = 0;
-    }
-    if pos == len {
-        Ok(())
-    } else {
-        Err(EINVAL)
-    }
+    sges.walk(offset, len, |p| f(p.addr, p.lkey, p.range))
+        .map_err(|e| match e {
+            SgeWalkError::TooShort => EINVAL,
+            SgeWalkError::Callback(e) => e,
+        })
 }
 
 impl QpShared {

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Atomic execution: [`AtomicOp::apply`] as the engine's `execute_atomic` uses it (read the
+//! 8 bytes at the target, write back the result, return the original), and the path from an
+//! atomic request packet through the [`Responder`] to the atomic ACKnowledge carrying the
+//! original value.
+
+mod common;
+
+use common::build_vec;
+use proptest::prelude::*;
+use rrxe_proto::aeth::{Credits, NakCode, RnrTimer, Syndrome};
+use rrxe_proto::bth::Qpn;
+use rrxe_proto::ext::AtomicEthFields;
+use rrxe_proto::opcode::{Opcode, QpType};
+use rrxe_proto::packet::{self, PacketSpec};
+use rrxe_proto::psn::{Msn, Psn};
+use rrxe_proto::rc::{
+    AtomicExec, AtomicOp, AtomicReply, PathMtu, Request, Responder, ResponderConfig,
+};
+
+const DEST_QP: u32 = 0x11;
+const PKEY: u16 = 0xffff;
+const RKEY: u32 = 0xabcd_0001;
+const VA: u64 = 0x7f00_0000_1000;
+
+/// What the engine does with the 8 bytes at the target (under its atomic lock): read, apply,
+/// write back, return the original.
+fn execute(word: &mut [u8; 8], op: AtomicOp) -> u64 {
+    let orig = u64::from_ne_bytes(*word);
+    *word = op.apply(orig).to_ne_bytes();
+    orig
+}
+
+/// Reference model, written independently of `apply`.
+fn reference(op: AtomicOp, orig: u64) -> u64 {
+    match op {
+        AtomicOp::CompareSwap { compare, swap } if orig == compare => swap,
+        AtomicOp::CompareSwap { .. } => orig,
+        AtomicOp::FetchAdd { add } => ((u128::from(orig) + u128::from(add)) % (1u128 << 64)) as u64,
+    }
+}
+
+#[test]
+fn compare_swap_swaps_only_on_equality() {
+    let cases = [
+        // (target, compare, swap, new value)
+        (5, 5, 9, 9),
+        (5, 6, 9, 5),
+        (0, 0, u64::MAX, u64::MAX),
+        (u64::MAX, u64::MAX, 0, 0),
+        (u64::MAX, u64::MAX - 1, 0, u64::MAX),
+        (1 << 63, 1, 2, 1 << 63),
+        (7, 7, 7, 7),
+    ];
+    for (target, compare, swap, new) in cases {
+        let op = AtomicOp::CompareSwap { compare, swap };
+        assert_eq!(op.apply(target), new, "{target:#x} {op:?}");
+        let mut word = target.to_ne_bytes();
+        assert_eq!(execute(&mut word, op), target, "returns the original");
+        assert_eq!(u64::from_ne_bytes(word), new);
+    }
+}
+
+#[test]
+fn fetch_add_wraps_modulo_2_64() {
+    let cases = [
+        (0, 0, 0),
+        (1, 2, 3),
+        (u64::MAX, 1, 0),
+        (u64::MAX, u64::MAX, u64::MAX - 1),
+        (1 << 63, 1 << 63, 0),
+        (0x8000_0000, 0x8000_0000, 0x1_0000_0000),
+        (42, 0, 42),
+    ];
+    for (target, add, new) in cases {
+        let op = AtomicOp::FetchAdd { add };
+        assert_eq!(op.apply(target), new, "{target:#x} {op:?}");
+        let mut word = target.to_ne_bytes();
+        assert_eq!(execute(&mut word, op), target, "returns the original");
+        assert_eq!(u64::from_ne_bytes(word), new);
+    }
+}
+
+fn responder(psn: u32) -> Responder {
+    Responder::new(ResponderConfig {
+        rq_psn: Psn::new(psn),
+        mtu: PathMtu::MTU_1024,
+        min_rnr_timer: RnrTimer::new(1).unwrap(),
+        remote_write: false,
+        remote_read: false,
+        remote_atomic: true,
+        max_dest_rd_atomic: 4,
+    })
+}
+
+/// An atomic request as it arrives: built, parsed and reduced to a [`Request`].
+fn atomic_request(opcode: Opcode, psn: Psn, va: u64, swap_add: u64, compare: u64) -> Request {
+    let mut spec = PacketSpec {
+        atomic_eth: Some(AtomicEthFields {
+            va,
+            rkey: RKEY,
+            swap_add,
+            compare,
+        }),
+        ..PacketSpec::default()
+    };
+    spec.bth.opcode = opcode;
+    spec.bth.dest_qp = Qpn::new(DEST_QP);
+    spec.bth.pkey = PKEY;
+    spec.bth.psn = psn;
+    spec.bth.ack_req = true;
+    let bytes = build_vec(&spec);
+    Request::from_packet(&packet::parse_for(&bytes, QpType::Rc).unwrap())
+}
+
+/// Builds the atomic ACKnowledge of `reply`, parses it back and checks it.
+fn check_ack(reply: &AtomicReply) {
+    let bytes = build_vec(&reply.spec(Qpn::new(DEST_QP), PKEY));
+    let pkt = packet::parse_for(&bytes, QpType::Rc).unwrap();
+    assert_eq!(pkt.opcode(), Opcode::RC_ATOMIC_ACKNOWLEDGE);
+    assert_eq!(pkt.bth.psn(), reply.psn);
+    assert_eq!(pkt.bth.dest_qp(), Qpn::new(DEST_QP));
+    assert!(pkt.payload.is_empty());
+    let aeth = pkt.aeth.expect("AETH");
+    assert_eq!(aeth.decode_syndrome(), Ok(Syndrome::Ack(Credits::INVALID)));
+    assert_eq!(aeth.msn(), reply.msn);
+    let ack = pkt.atomic_ack_eth.expect("AtomicAckETH");
+    assert_eq!(ack.orig(), reply.orig);
+    // On the wire: BTH (12), AETH (4), then the original value big-endian (IBA 9.3.4).
+    assert_eq!(bytes[16..24], reply.orig.to_be_bytes());
+    assert_eq!(bytes.len(), 12 + 4 + 8 + 4);
+}
+
+/// Runs one atomic request through the responder and an 8-byte target as the engine does,
+/// then repeats it as a duplicate; returns the original value.
+fn round_trip(
+    rsp: &mut Responder,
+    word: &mut [u8; 8],
+    opcode: Opcode,
+    psn: Psn,
+    swap_add: u64,
+    compare: u64,
+) -> u64 {
+    let req = atomic_request(opcode, psn, VA, swap_add, compare);
+    let out = rsp.on_request(&req, None);
+    let a = out.atomic.expect("atomic accepted");
+    let want_op = if opcode == Opcode::RC_COMPARE_SWAP {
+        AtomicOp::CompareSwap {
+            compare,
+            swap: swap_add,
+        }
+    } else {
+        AtomicOp::FetchAdd { add: swap_add }
+    };
+    assert_eq!(
+        a,
+        AtomicExec {
+            va: VA,
+            rkey: RKEY,
+            op: want_op
+        }
+    );
+    assert!(out.reply.is_none() && out.atomic_reply.is_none() && out.read.is_none());
+    let before = u64::from_ne_bytes(*word);
+    let orig = execute(word, a.op);
+    assert_eq!(orig, before);
+    assert_eq!(u64::from_ne_bytes(*word), reference(a.op, orig));
+    let reply = rsp.atomic_done(orig);
+    assert_eq!(
+        reply,
+        AtomicReply {
+            psn,
+            msn: rsp.msn(),
+            orig
+        }
+    );
+    check_ack(&reply);
+    assert_eq!(rsp.expected_psn(), psn.next());
+
+    // C9-114: a duplicate is answered with the saved original, never executed again.
+    let after = *word;
+    let dup = rsp.on_request(&req, None);
+    assert_eq!(
+        dup.atomic, None,
+        "a duplicate atomic must not execute twice"
+    );
+    assert_eq!(dup.atomic_reply, Some(reply));
+    assert_eq!(*word, after);
+    assert_eq!(rsp.expected_psn(), psn.next());
+    orig
+}
+
+#[test]
+fn responder_to_acknowledge() {
+    let mut rsp = responder(0xff_fffe);
+    let mut word = 10u64.to_ne_bytes();
+    let cs = Opcode::RC_COMPARE_SWAP;
+    let fa = Opcode::RC_FETCH_ADD;
+    // Compare fails: unchanged, original returned.
+    assert_eq!(
+        round_trip(&mut rsp, &mut word, cs, Psn::new(0xff_fffe), 99, 11),
+        10
+    );
+    assert_eq!(u64::from_ne_bytes(word), 10);
+    // Compare succeeds (the PSN wraps to 0 next).
+    assert_eq!(
+        round_trip(&mut rsp, &mut word, cs, Psn::new(0xff_ffff), 99, 10),
+        10
+    );
+    assert_eq!(u64::from_ne_bytes(word), 99);
+    // Fetch & add wraps.
+    assert_eq!(
+        round_trip(&mut rsp, &mut word, fa, Psn::new(0), u64::MAX, 0),
+        99
+    );
+    assert_eq!(u64::from_ne_bytes(word), 98);
+    assert_eq!(rsp.msn(), Msn::new(3));
+}
+
+#[test]
+fn misaligned_target_is_not_executed() {
+    for va in [VA + 1, VA + 4, VA + 7] {
+        let mut rsp = responder(0);
+        let out = rsp.on_request(
+            &atomic_request(Opcode::RC_FETCH_ADD, Psn::new(0), va, 1, 0),
+            None,
+        );
+        assert_eq!(out.atomic, None);
+        let reply = out.reply.expect("NAK");
+        assert_eq!(reply.syndrome, Syndrome::Nak(NakCode::InvalidRequest));
+    }
+}
+
+fn op() -> impl Strategy<Value = AtomicOp> {
+    prop_oneof![
+        (any::<u64>(), any::<u64>())
+            .prop_map(|(compare, swap)| AtomicOp::CompareSwap { compare, swap }),
+        any::<u64>().prop_map(|add| AtomicOp::FetchAdd { add }),
+    ]
+}
+
+/// A target value and an operation on it, the compare operand often equal to the target.
+fn target_and_op() -> impl Strategy<Value = (u64, AtomicOp)> {
+    (any::<u64>(), op(), any::<bool>()).prop_map(|(orig, op, hit)| match op {
+        AtomicOp::CompareSwap { swap, .. } if hit => (
+            orig,
+            AtomicOp::CompareSwap {
+                compare: orig,
+                swap,
+            },
+        ),
+        _ => (orig, op),
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// `apply` agrees with the reference model; execution returns the original value.
+    #[test]
+    fn apply_matches_reference((orig, op) in target_and_op()) {
+        prop_assert_eq!(op.apply(orig), reference(op, orig));
+        let mut word = orig.to_ne_bytes();
+        prop_assert_eq!(execute(&mut word, op), orig);
+        prop_assert_eq!(u64::from_ne_bytes(word), reference(op, orig));
+        if let AtomicOp::CompareSwap { compare, swap } = op {
+            prop_assert!(op.apply(orig) == swap || op.apply(orig) == orig);
+            if compare != orig {
+                prop_assert_eq!(op.apply(orig), orig);
+            }
+        }
+    }
+
+    /// A sequence of atomics on one target: each returns the value the previous one left,
+    /// and the target ends as the reference fold.
+    #[test]
+    fn sequences_are_linear(init in any::<u64>(), ops in prop::collection::vec(op(), 0..32)) {
+        let mut word = init.to_ne_bytes();
+        let mut model = init;
+        for op in ops {
+            prop_assert_eq!(execute(&mut word, op), model);
+            model = reference(op, model);
+        }
+        prop_assert_eq!(u64::from_ne_bytes(word), model);
+    }
+
+    /// Random atomic requests through the responder: executed once, acknowledged with the
+    /// original value, duplicates answered from the saved value.
+    #[test]
+    fn responder_round_trips(
+        init in any::<u64>(),
+        psn in any::<u32>(),
+        reqs in prop::collection::vec(
+            (any::<bool>(), any::<u64>(), any::<u64>(), any::<bool>()),
+            1..16,
+        ),
+    ) {
+        let psn = psn & 0xff_ffff;
+        let mut rsp = responder(psn);
+        let mut word = init.to_ne_bytes();
+        let mut model = init;
+        for (k, (cs, swap_add, compare, hit)) in reqs.into_iter().enumerate() {
+            let opcode = if cs { Opcode::RC_COMPARE_SWAP } else { Opcode::RC_FETCH_ADD };
+            let compare = if hit { model } else { compare };
+            let p = Psn::new(psn).wrapping_add(k as u32);
+            let orig = round_trip(&mut rsp, &mut word, opcode, p, swap_add, compare);
+            prop_assert_eq!(orig, model);
+            let op = if cs {
+                AtomicOp::CompareSwap { compare, swap: swap_add }
+            } else {
+                AtomicOp::FetchAdd { add: swap_add }
+            };
+            model = reference(op, model);
+            prop_assert_eq!(u64::from_ne_bytes(word), model);
+            prop_assert_eq!(rsp.msn(), Msn::new(k as u32 + 1));
+        }
+    }
+}
