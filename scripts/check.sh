@@ -211,7 +211,7 @@ guest_test uc-mixed 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/
 guest_test ud-mixed2 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/ud-mixed2.sh" "$REPO/scripts/tests/ud-mixed2.sh"
 guest_test uc-mixed2 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/uc-mixed2.sh" "$REPO/scripts/tests/uc-mixed2.sh"
 
-# perftest in duration mode (write, read, send bandwidth, atomics, write latency): rrxe on
+# perftest, a fixed number of iterations (write, read, send bandwidth, atomics, write latency): rrxe on
 # both guests, and each side against rdma_rxe.
 for v in rrxe mixed mixed2; do
 	guest_test perftest-$v 400 --file "$REPO/scripts/tests/perftest.sh" \

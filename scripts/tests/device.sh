@@ -35,6 +35,11 @@ check transport_ib devinfo_has "transport:[[:space:]]+InfiniBand \(0\)"
 check active_mtu_from_netdev devinfo_has "active_mtu:[[:space:]]+1024 \(3\)"
 check max_mtu_4096 devinfo_has "max_mtu:[[:space:]]+4096 \(5\)"
 check vendor_id devinfo_has "vendor_id:[[:space:]]+0xffffff"
+# Attributes kernel consumers and rdma-core act on: a READ scatter list (the core divides by
+# max_sge_rd), atomics (rdma_rxe's IB_ATOMIC_HCA), address handles (UD).
+check max_sge_rd_32 devinfo_has "max_sge_rd:[[:space:]]+32$"
+check atomic_cap_hca devinfo_has "atomic_cap:[[:space:]]+ATOMIC_HCA \(1\)"
+check max_ah_32767 devinfo_has "max_ah:[[:space:]]+32767$"
 mac=$(cat /sys/class/net/eth0/address)
 set -- $(echo "$mac" | tr : ' ')
 guid=$(printf '%02x%s:%sff:fe%s:%s%s' $((0x$1 ^ 2)) "$2" "$3" "$4" "$5" "$6")

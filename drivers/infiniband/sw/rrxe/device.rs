@@ -25,9 +25,9 @@ use kernel::rdma::{
 use kernel::rdma::{
     cq::{Cq, CqInit, NotifyFlags},
     device::{
-        core_cap, kernel_cap, port_cap, Device, DeviceAttrs, DeviceParams, Driver, DriverId,
-        LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState, StatDesc, UData,
-        UnregisteredDevice, MGMT_MAD_SIZE,
+        core_cap, kernel_cap, port_cap, AtomicCap, Device, DeviceAttrs, DeviceParams, Driver,
+        DriverId, LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState,
+        StatDesc, UData, UnregisteredDevice, MGMT_MAD_SIZE,
     },
     netdev::NetDevice,
 };
@@ -418,13 +418,21 @@ impl Driver for Rrxe {
         if udata.is_some_and(|u| u.in_len() != 0 || u.out_len() != 0) {
             return Err(EINVAL);
         }
-        // Only what is implemented is advertised: no SRQs, AHs or memory windows yet.
+        // Only what is implemented is advertised: no SRQs, memory windows or fast
+        // registration yet.
         Ok(DeviceAttrs {
             sys_image_guid: dev.data().guid,
             max_qp: params::MAX_QP,
             max_qp_wr: params::MAX_QP_WR,
             max_send_sge: params::MAX_SGE,
             max_recv_sge: params::MAX_SGE,
+            // A READ's data lands in its WQE's whole scatter list. Kernel consumers divide
+            // by this (rdma_rw_ctx_init through the QP's max_read_sge): it must not be 0.
+            max_sge_rd: params::MAX_SGE,
+            // Atomics execute under one device-wide lock: atomic between all QPs of the
+            // device, as rdma_rxe's IB_ATOMIC_HCA.
+            atomic_cap: Some(AtomicCap::Hca),
+            max_ah: MAX_AH,
             max_qp_rd_atom: params::MAX_QP_RD_ATOM,
             max_qp_init_rd_atom: params::MAX_QP_RD_ATOM,
             max_mr: params::MAX_MR,
