@@ -125,7 +125,7 @@ KPAT='WARNING:|BUG:|Oops|general protection|KASAN|refcount_t|suspected memory le
 # guest_test NAME TIMEOUT [QEMU_OPTS] SCRIPT_A [SCRIPT_B]: boots the guests (if NAME is
 # selected) and judges their RRXE-TEST lines against scripts/tests/expected.txt.
 guest_test() {
-	local name=$1 timeout=$2 out=$OUTDIR/$1 rc g gn t res rest log
+	local name=$1 timeout=$2 out=$OUTDIR/$1 rc g t res rest log end
 	shift 2
 	want "$name" || return 0
 	mkdir -p "$out"
@@ -134,36 +134,34 @@ guest_test() {
 	cat "$out.log"
 	declare -A seen=()
 	for g in a b; do
-		gn=$g
 		[ -f "$out/$g.console" ] || { grep -q "^$name $g " "$EXPECTED" && fail "$name/$g: no console (guest never ran)"; continue; }
 		log=$out/$g.dmesg
 		[ -s "$log" ] || log=$out/$g.console
 		BOOTLOGS+=("$log")
 		while read -r _ t res rest; do
-			if [ -n "${seen[$g/$t]:-}" ]; then fail "$name/$gn: $t reported twice"; continue; fi
+			if [ -n "${seen[$g/$t]:-}" ]; then fail "$name/$g: $t reported twice"; continue; fi
 			seen[$g/$t]=1
 			if ! grep -qxF "$name $g $t" "$EXPECTED"; then
-				fail "$name/$gn: $t $res $rest (not declared in scripts/tests/expected.txt)"
+				fail "$name/$g: $t $res $rest (not declared in scripts/tests/expected.txt)"
 				continue
 			fi
 			case "$res" in
-			ok) if [[ $t == core_* ]]; then CORE=$((CORE + 1)); echo "PASS (ib_core, not counted): $name/$gn: $t"; else pass "$name/$gn: $t"; fi ;;
-			SKIP*) skip "$name/$gn: $t $rest" ;;
-			*) fail "$name/$gn: $t $res $rest" ;;
+			ok) if [[ $t == core_* ]]; then CORE=$((CORE + 1)); echo "PASS (ib_core, not counted): $name/$g: $t"; else pass "$name/$g: $t"; fi ;;
+			SKIP*) skip "$name/$g: $t $rest" ;;
+			*) fail "$name/$g: $t $res $rest" ;;
 			esac
 		done < <(grep -a '^RRXE-TEST ' "$out/$g.console")
 		# One check per boot that used rrxe: unloaded at the end, no leak, no warning.
-		local end
 		end=$(grep -a '^RRXE-GUEST ' "$out/$g.console" | tail -1)
 		case "$end" in
 		*rrxe_used=1*)
 			if [[ $end == *"unload=ok kmemleak=0"* || $end == *"unload=ok kmemleak=n/a"* ]] && ! grep -aqE "$KPAT" "$log"; then
-				pass "$name/$gn: kernel clean (rrxe unloads, no leak, no warning)"
+				pass "$name/$g: kernel clean (rrxe unloads, no leak, no warning)"
 			else
 				grep -aE "$KPAT" "$log" | head -5
-				fail "$name/$gn: kernel not clean after rrxe (${end#RRXE-GUEST }$(grep -aqE "$KPAT" "$log" && echo ', warnings in the log'))"
+				fail "$name/$g: kernel not clean after rrxe (${end#RRXE-GUEST }$(grep -aqE "$KPAT" "$log" && echo ', warnings in the log'))"
 			fi ;;
-		*rrxe_used=0*) grep -aqE "$KPAT" "$log" && echo "NOTE: $name/$gn (no rrxe in this guest): kernel warnings in the log" ;;
+		*rrxe_used=0*) grep -aqE "$KPAT" "$log" && echo "NOTE: $name/$g (no rrxe in this guest): kernel warnings in the log" ;;
 		esac
 	done
 	# Declared tests that did not report.
