@@ -36,18 +36,20 @@ for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat; do
 		l=$!
 		timeout $TMO $t "${opts[@]}" >/tmp/pf 2>&1
 		rc=$?
-		tail -4 /tmp/pf
+		# All of perftest's output when the run failed (its error says why), else the result.
+		if [ $rc = 0 ]; then tail -4 /tmp/pf; else cat /tmp/pf; fi
 		wait $l
 		read -r crc cn </tmp/pf.client
 		if [ $rc = 0 ] && [ "${crc:-x}" = 0 ] && [ "${cn:-0}" = "$N" ]; then
 			ok "perftest_${tag}_$t"
 		else
 			bad "perftest_${tag}_$t" "server exit $rc, client exit ${crc:-none}, client iterations ${cn:-none}"
+			rdma statistic show link "$DEV/1"
 		fi
 	else
 		connect_retry 150 /tmp/pf timeout $TMO $t "${opts[@]}" "$RRXE_PEER"
 		rc=$?
-		tail -4 /tmp/pf
+		if [ $rc = 0 ]; then tail -4 /tmp/pf; else cat /tmp/pf; rdma statistic show link "$DEV/1"; fi
 		tell_peer $((port + 100)) "$rc $(iters /tmp/pf)" || die "cannot report to guest a"
 	fi
 done

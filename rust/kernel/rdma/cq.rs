@@ -167,3 +167,82 @@ impl NotifyFlags {
         self.0 & Self::REPORT_MISSED_EVENTS != 0
     }
 }
+
+/// `create_cq` trampoline body.
+///
+/// # Safety
+///
+/// `cq` is a zeroed allocation of `size_ib_cq` bytes whose header the core initialised;
+/// `attr` is valid; `attrs` is null (kernel CQ) or the verb's attribute bundle.
+pub(crate) unsafe fn create<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    attr: *const bindings::ib_cq_init_attr,
+    attrs: *mut bindings::uverbs_attr_bundle,
+) -> Result {
+    const {
+        assert!(core::mem::offset_of!(Cq<T>, ib) == 0);
+    }
+    // SAFETY: The core sets `device` first and calls operations while it is alive.
+    let dev = unsafe { Device::<T>::from_raw((*cq).device) };
+    // SAFETY: `attrs` is null or a valid bundle; its udata lives for the call.
+    let udata = unsafe { UData::from_raw(bindings::uverbs_bundle_udata(attrs)) };
+    // SAFETY: `attr` is valid for the call.
+    let a = unsafe { &*attr };
+    let init = CqInit {
+        cqe: a.cqe,
+        comp_vector: a.comp_vector,
+        flags: a.flags,
+        udata,
+        ucontext: udata.and_then(|u| u.ucontext::<T>()),
+        cq,
+    };
+    let data = T::create_cq(dev, &init)?;
+    // SAFETY: `data` is uninitialised memory in the core's allocation, which never
+    // moves; on failure the core frees it without calling `destroy_cq`.
+    unsafe { pin_init::raw_try_init(&raw mut (*cq.cast::<Cq<T>>()).data, data) }
+}
+
+/// `destroy_cq` trampoline body.
+///
+/// # Safety
+///
+/// `cq` was initialised by a successful `create_cq`.
+pub(crate) unsafe fn destroy<T: Driver>(cq: *mut bindings::ib_cq) -> Result {
+    let this = cq.cast::<Cq<T>>();
+    // SAFETY: The CQ is initialised (type invariant of `Cq`).
+    T::destroy_cq(unsafe { &*this })?;
+    // SAFETY: Destroy succeeded: the core frees the CQ next and calls no other
+    // operation on it.
+    unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+    Ok(())
+}
+
+/// `req_notify_cq` trampoline body: returns whether `flags` asked to report missed events
+/// and completions are already queued.
+///
+/// # Safety
+///
+/// `cq` was initialised by a successful `create_cq`.
+pub(crate) unsafe fn req_notify<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    flags: bindings::ib_cq_notify_flags,
+) -> Result<bool> {
+    // SAFETY: The CQ is initialised (type invariant of `Cq`).
+    let cq = unsafe { &*cq.cast::<Cq<T>>() };
+    T::req_notify_cq(cq, NotifyFlags::from_raw(flags.0))
+}
+
+/// `resize_user_cq` trampoline body.
+///
+/// # Safety
+///
+/// `cq` was initialised by a successful `create_cq`; `udata` is null or valid.
+pub(crate) unsafe fn resize<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    cqe: c_uint,
+    udata: *mut bindings::ib_udata,
+) -> Result {
+    // SAFETY: The CQ is initialised; `udata` is null or valid for the call.
+    let (cq, udata) = unsafe { (&*cq.cast::<Cq<T>>(), UData::from_raw(udata)) };
+    T::resize_cq(cq, cqe, udata)
+}

@@ -17,8 +17,9 @@
 //! - `net.rs`: the receive path (UDP port 4791): attribution, parsing, ICRC, dispatch to the
 //!   QP, port counters.
 //! - `qp.rs`: queue pairs: creation, attribute checks, modify, query, destroy.
-//! - `engine.rs`: a QP's data path: the RC requester, completer and responder driven from
-//!   the shared rings, received packets and the retransmit and RNR timers; transmission.
+//! - `engine/`: a QP's data path, by role: requester (`req.rs`), responder (`resp.rs`),
+//!   datagrams (`ud.rs`), completions (`comp.rs`), the key resolver (`mem.rs`),
+//!   transmission (`xmit.rs`), kernel consumers' posting (`post.rs`).
 //! - `proto/`: the RoCEv2 wire core (headers, opcode table, ICRC, PSN, target selection),
 //!   `core`-only, shared with the host crate `tools/rrxe`.
 //! - `wire.rs`: glue between the wire core and the kernel (ICRC with the kernel's crc32).

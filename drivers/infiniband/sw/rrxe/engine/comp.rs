@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completions: send and receive WQEs completed into the CQ rings, and the error state.
+//!
+//! A completion is written into its CQ's ring under the CQ lock, inside the engine lock; the
+//! completion event it may call for is raised once the engine lock is dropped
+//! ([`Events`]). Entering ERR ([`QpShared::enter_error`]) completes everything in flight
+//! and everything posted with [`WcStatus::WrFlushErr`], after the completions already due.
+
+use super::{raw_wr_id, Engine, Events, QpShared};
+use crate::cq::CQE_LEN;
+use crate::net::Rcvd;
+use crate::proto::rc::{responder::RecvCompletion, SendAction, WcStatus};
+use crate::proto::uabi::{self, Completion, WcEx};
+use kernel::rdma::qp::QpState;
+
+/// Which CQ of the QP a completion goes to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum CqSide {
+    /// The send CQ.
+    Send,
+    /// The receive CQ.
+    Recv,
+}
+
+impl QpShared {
+    /// Completes the oldest send WQE in flight (whose copy is shadow slot `id`).
+    pub(super) fn complete_send(&self, e: &mut Engine, ev: &mut Events, id: u32, status: WcStatus) {
+        if let Some(copy) = e.shadow.slot(id) {
+            let cqe = match uabi::validate_send_wqe(copy, &e.sq_params) {
+                Ok(w) if status == WcStatus::Success => w
+                    .signaled(self.sig_all)
+                    .then(|| Completion::send_success(&w, self.qpn)),
+                _ => Some(Completion::send_error(raw_wr_id(copy), status, self.qpn)),
+            };
+            if let Some(c) = cqe {
+                self.post_cqe(ev, CqSide::Send, &c, false);
+            }
+        }
+        if let Ok(p) = e.sqs.complete_oldest() {
+            let _ = self.sq.publish(p);
+        }
+    }
+
+    /// Completes the send WQE that failed validation, with its status, and enters ERR.
+    pub(super) fn fail_sq_head(&self, e: &mut Engine, ev: &mut Events) {
+        let Some(status) = e.sq_error.take() else {
+            return;
+        };
+        self.dev.stats.inc(Rcvd::BadWqes);
+        if let Ok(prod) = self.sq.producer_acquire() {
+            if let Ok(Some(slot)) = e.sqs.next_to_start(prod) {
+                let mut hdr = [0u8; 8];
+                let wr_id = match self.sq.read_prefix(&slot, &mut hdr) {
+                    Ok(()) => raw_wr_id(&hdr),
+                    Err(_) => 0,
+                };
+                let c = Completion::send_error(wr_id, status, self.qpn);
+                self.post_cqe(ev, CqSide::Send, &c, false);
+                if e.sqs.mark_started(prod).is_ok() {
+                    if let Ok(p) = e.sqs.complete_oldest() {
+                        let _ = self.sq.publish(p);
+                    }
+                }
+            }
+        }
+        self.enter_error(e, ev);
+    }
+
+    /// Completes the current receive WQE as the responder says.
+    pub(super) fn complete_recv(&self, e: &mut Engine, ev: &mut Events, rc: &RecvCompletion) {
+        let wr_id = raw_wr_id(&e.rwqe);
+        let c = if rc.status == WcStatus::Success {
+            let ex = match (rc.imm, rc.inv_rkey) {
+                (Some(imm), _) => WcEx::Imm(imm),
+                (None, Some(rkey)) => WcEx::Invalidate(rkey),
+                (None, None) => WcEx::None,
+            };
+            Completion::recv_success(wr_id, self.qpn, rc.byte_len, rc.rdma_with_imm, ex, 0, 1)
+        } else {
+            Completion::send_error(wr_id, rc.status, self.qpn)
+        };
+        self.post_cqe(ev, CqSide::Recv, &c, rc.solicited);
+    }
+
+    /// Writes a completion into the send or receive CQ.
+    pub(super) fn post_cqe(&self, ev: &mut Events, side: CqSide, c: &Completion, solicited: bool) {
+        self.post_cqe_net(ev, side, c, solicited, 0);
+    }
+
+    /// Like [`Self::post_cqe`], with the `RDMA_NETWORK_*` type of a UD receive's GRH for
+    /// kernel consumers (`IB_WC_WITH_NETWORK_HDR_TYPE`).
+    pub(super) fn post_cqe_net(
+        &self,
+        ev: &mut Events,
+        side: CqSide,
+        c: &Completion,
+        solicited: bool,
+        net: u8,
+    ) {
+        let mut bytes = [0u8; CQE_LEN];
+        if c.write(&mut bytes).is_err() {
+            return;
+        }
+        if let Some(b) = bytes.get_mut(uabi::UVERBS_WC_LEN) {
+            *b = net;
+        }
+        let cq = match side {
+            CqSide::Send => &self.scq,
+            CqSide::Recv => &self.rcq,
+        };
+        let (posted, fire) = cq.data().post(&bytes, solicited);
+        self.dev.stats.inc(if posted {
+            Rcvd::Completions
+        } else {
+            Rcvd::CqOverflows
+        });
+        if fire {
+            match side {
+                CqSide::Send => ev.scq = true,
+                CqSide::Recv => ev.rcq = true,
+            }
+        }
+    }
+
+    /// Moves the QP to ERR: every WQE in flight or posted completes with
+    /// [`WcStatus::WrFlushErr`] (after the completions already due).
+    pub(super) fn enter_error(&self, e: &mut Engine, ev: &mut Events) {
+        e.attrs.state = Some(QpState::Err);
+        self.rto.stop();
+        self.rnr.stop();
+        e.sender.flush();
+        while let Some(a) = e.sender.poll() {
+            if let SendAction::Complete(c) = a {
+                self.complete_send(e, ev, c.id, c.status);
+            }
+        }
+        if e.resp.flush() {
+            let c = Completion::send_error(raw_wr_id(&e.rwqe), WcStatus::WrFlushErr, self.qpn);
+            self.post_cqe(ev, CqSide::Recv, &c, false);
+        }
+        self.flush_queues(e, ev);
+    }
+
+    /// Completes every posted, not started WQE of both queues with
+    /// [`WcStatus::WrFlushErr`] (in ERR).
+    pub(super) fn flush_queues(&self, e: &mut Engine, ev: &mut Events) {
+        let mut hdr = [0u8; 8];
+        while let Ok(prod) = self.sq.producer_acquire() {
+            let Ok(Some(slot)) = e.sqs.next_to_start(prod) else {
+                break;
+            };
+            let wr_id = match self.sq.read_prefix(&slot, &mut hdr) {
+                Ok(()) => raw_wr_id(&hdr),
+                Err(_) => 0,
+            };
+            if e.sqs.mark_started(prod).is_err() {
+                break;
+            }
+            let c = Completion::send_error(wr_id, WcStatus::WrFlushErr, self.qpn);
+            self.post_cqe(ev, CqSide::Send, &c, false);
+            if let Ok(p) = e.sqs.complete_oldest() {
+                let _ = self.sq.publish(p);
+            }
+        }
+        let (Some(rq), Some(rqc)) = (&self.rq, &mut e.rqc) else {
+            return;
+        };
+        while let Ok(prod) = rq.producer_acquire() {
+            let Ok(Some(slot)) = rqc.head(prod) else {
+                break;
+            };
+            let wr_id = match rq.read_prefix(&slot, &mut hdr) {
+                Ok(()) => raw_wr_id(&hdr),
+                Err(_) => 0,
+            };
+            let Ok(p) = rqc.advance(prod) else {
+                break;
+            };
+            let _ = rq.publish(p);
+            let c = Completion::send_error(wr_id, WcStatus::WrFlushErr, self.qpn);
+            self.post_cqe(ev, CqSide::Recv, &c, false);
+        }
+    }
+}

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory access: the one key resolver every local and remote access goes through.
+//!
+//! A key names memory in one of two ways. A local key in a WQE's scatter list (an lkey) or
+//! a remote key from the wire (the rkey of a RETH or AtomicETH) names a registered region:
+//! it is looked up in the device's key table and checked against the QP's protection domain,
+//! the region's bounds and the access right the operation needs, before any byte moves
+//! ([`QpShared::resolve`]). The device's `local_dma_lkey` ([`LOCAL_DMA_LKEY`]) in a kernel
+//! consumer's scatter list names kernel memory by DMA address instead; only a kernel
+//! consumer's QP has one, and its range is checked on each copy.
+//!
+//! Scatter lists are split into per-SGE pieces by the wire core's [`SgeList::walk`]; each
+//! piece is resolved on its own.
+
+use super::QpShared;
+use crate::mr::{MrInner, Need};
+use crate::proto::uabi::{SgeList, SgeWalkError};
+use kernel::prelude::*;
+use kernel::rdma::wr::KernelDma;
+use kernel::sync::Arc;
+
+/// The device's `local_dma_lkey`: in a kernel consumer's SGE, a kernel (DMA) address.
+pub(crate) const LOCAL_DMA_LKEY: u32 = 0;
+
+/// Memory a key names, checked for one access of a given length.
+pub(super) enum Mem<'a> {
+    /// Bytes of a registered region, from byte `off` of the region.
+    Region {
+        /// The region.
+        mr: Arc<MrInner>,
+        /// Offset of the access in the region.
+        off: usize,
+    },
+    /// Kernel memory at DMA address `addr` (a kernel consumer's `local_dma_lkey`).
+    Kernel {
+        /// The QP's access to kernel memory.
+        dma: &'a KernelDma,
+        /// Start of the access.
+        addr: u64,
+    },
+}
+
+impl Mem<'_> {
+    /// Copies `out.len()` bytes from byte `at` of the access.
+    pub(super) fn read(&self, at: usize, out: &mut [u8]) -> Result {
+        match self {
+            Self::Region { mr, off } => mr.read(off.checked_add(at).ok_or(EINVAL)?, out),
+            Self::Kernel { dma, addr } => dma.read(offset(*addr, at)?, out),
+        }
+    }
+
+    /// Copies `data` to byte `at` of the access.
+    pub(super) fn write(&self, at: usize, data: &[u8]) -> Result {
+        match self {
+            Self::Region { mr, off } => mr.write(off.checked_add(at).ok_or(EINVAL)?, data),
+            Self::Kernel { dma, addr } => dma.write(offset(*addr, at)?, data),
+        }
+    }
+}
+
+/// Returns `addr + at`, if it does not wrap.
+fn offset(addr: u64, at: usize) -> Result<u64> {
+    addr.checked_add(u64::try_from(at)?).ok_or(EINVAL)
+}
+
+/// Returns whether `need` is a local access (one named by a WQE's scatter list).
+fn is_local(need: Need) -> bool {
+    matches!(need, Need::LocalRead | Need::LocalWrite)
+}
+
+impl QpShared {
+    /// Resolves `key` for an access of `len` bytes at `va` with the right `need`: the region
+    /// it names (in the key table, of the QP's PD, holding the whole range, granting `need`),
+    /// or kernel memory for a kernel consumer's local DMA lkey. `EINVAL` for anything else.
+    pub(super) fn resolve(&self, key: u32, va: u64, len: u32, need: Need) -> Result<Mem<'_>> {
+        if is_local(need) && key == LOCAL_DMA_LKEY {
+            // Kernel memory is only for kernel consumers; its range is checked per copy.
+            let dma = self.kernel.as_ref().ok_or(EINVAL)?;
+            return Ok(Mem::Kernel { dma, addr: va });
+        }
+        let mr = self.dev.mr(key).ok_or(EINVAL)?;
+        let off = mr.check(self.pd_id, va, len, need).ok_or(EINVAL)?;
+        Ok(Mem::Region { mr, off })
+    }
+
+    /// Checks every piece of the first `len` bytes of a local scatter list for `need`.
+    pub(super) fn check_sges(&self, sges: SgeList<'_>, len: usize, need: Need) -> Result {
+        walk_sges(sges, 0, len, |va, lkey, r| {
+            self.resolve(lkey, va, u32::try_from(r.len())?, need)
+                .map(|_| ())
+        })
+    }
+
+    /// Copies `out.len()` bytes at byte `offset` of a local scatter list into `out`
+    /// (`IB_ACCESS_LOCAL_READ`, implied by every valid lkey).
+    pub(super) fn gather(&self, sges: SgeList<'_>, offset: u32, out: &mut [u8]) -> Result {
+        walk_sges(sges, offset, out.len(), |va, lkey, r| {
+            let out = out.get_mut(r).ok_or(EINVAL)?;
+            self.resolve(lkey, va, u32::try_from(out.len())?, Need::LocalRead)?
+                .read(0, out)
+        })
+    }
+
+    /// Writes `data` at byte `offset` of a local scatter list (`IB_ACCESS_LOCAL_WRITE`).
+    pub(super) fn scatter_sges(&self, sges: SgeList<'_>, offset: u32, data: &[u8]) -> Result {
+        walk_sges(sges, offset, data.len(), |va, lkey, r| {
+            let data = data.get(r).ok_or(EINVAL)?;
+            self.resolve(lkey, va, u32::try_from(data.len())?, Need::LocalWrite)?
+                .write(0, data)
+        })
+    }
+}
+
+/// Calls `f(va, lkey, range)` for each piece of `[offset, offset + len)` of a scatter/gather
+/// list ([`SgeList::walk`]), where `range` is the piece's place in a buffer of `len` bytes.
+/// Fails with `f`'s error, or `EINVAL` if the list is shorter than `offset + len`.
+fn walk_sges(
+    sges: SgeList<'_>,
+    offset: u32,
+    len: usize,
+    mut f: impl FnMut(u64, u32, core::ops::Range<usize>) -> Result,
+) -> Result {
+    sges.walk(offset, len, |p| f(p.addr, p.lkey, p.range))
+        .map_err(|e| match e {
+            SgeWalkError::TooShort => EINVAL,
+            SgeWalkError::Callback(e) => e,
+        })
+}

@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The data path of a queue pair: the wire core's transport state machines
+//! ([`crate::proto::rc`]) driven from the shared rings, the wire and the timers.
+//!
+//! The files split it by role, as the C driver splits rxe_req/rxe_comp/rxe_resp/rxe_net:
+//!
+//! - `mod.rs` (this file): the QP's shared state ([`QpShared`], the engine lock and what it
+//!   protects), creation, `modify_qp` transitions, the send doorbell, the dispatch of a
+//!   received packet, the timers;
+//! - `req.rs`: the requester of RC and UC: send WQEs copied, validated and posted to the
+//!   sender, request packets out, responses in;
+//! - `resp.rs`: the responder of RC and UC: requests in, payloads placed, READ responses,
+//!   atomics and acknowledgements out;
+//! - `ud.rs`: unreliable datagrams, both directions;
+//! - `comp.rs`: completions into the CQ rings, the error state and flushing;
+//! - `mem.rs`: the one key resolver every memory access goes through, scatter and gather;
+//! - `xmit.rs`: building and transmitting a packet;
+//! - `post.rs`: kernel consumers' work requests laid out in the rings.
+//!
+//! Everything a QP does on the data path happens under its engine lock, in one of three
+//! contexts, and runs to completion there (no work items, no packet queues):
+//!
+//! - the send doorbell (`ibv_post_send`, process context with bottom halves disabled) pulls
+//!   new WQEs out of the send queue and transmits what the window allows;
+//! - the receive path (softirq) hands requests to the responder, which places the payload
+//!   and answers, and responses to the requester, which completes WQEs and transmits more;
+//! - the retransmit and RNR timers (softirq) restart transmission.
+//!
+//! Userspace owns the rings' memory and may rewrite a slot at any time, so each WQE is copied
+//! out once, validated ([`validate_send_wqe`], [`validate_recv_wqe`]) and only
+//! the copy is used: a send WQE's copy stays in the shadow ring until it completes, the
+//! receive WQE being filled in `rwqe`. Every local key in a WQE is resolved against the
+//! device's key table, the QP's protection domain and the region's bounds before any byte
+//! moves, and every remote key of a request from the wire likewise, with the access right
+//! the opcode needs ([`QpShared::resolve`]).
+//!
+//! Completions go to the CQ rings under the CQ lock (inside the engine lock); completion
+//! events are raised after the engine lock is dropped.
+//!
+//! [`validate_send_wqe`]: crate::proto::uabi::validate_send_wqe
+//! [`validate_recv_wqe`]: crate::proto::uabi::validate_recv_wqe
+
+mod comp;
+mod mem;
+mod post;
+mod req;
+mod resp;
+mod ud;
+mod xmit;
+
+pub(crate) use mem::LOCAL_DMA_LKEY;
+
+use crate::device::DevShared;
+use crate::params;
+use crate::proto::{
+    aeth::RnrTimer,
+    bth::Qpn,
+    icrc::IpHdr,
+    ip::{self, IpParams},
+    opcode::QpType as WireQpType,
+    packet::Packet,
+    psn::Psn,
+    rc::{
+        completer::local_ack_timeout_ns, PathMtu, Responder, ResponderConfig, Sender, SenderConfig,
+        WcStatus,
+    },
+    uabi::{
+        KernelConsumer, LengthCheck, RecvQueueParams, SendQueueParams, SendQueueState, MAX_MSG_SIZE,
+    },
+};
+use crate::queue::SharedQueue;
+use crate::Rrxe;
+use kernel::alloc::KVVec;
+use kernel::new_spinlock;
+use kernel::prelude::*;
+use kernel::rdma::{
+    bhwork::{impl_has_bh_work, BhWork, BhWorkCallback},
+    cq::CqRef,
+    mr::access,
+    qp::{attr, QpAttrs, QpCaps, QpState},
+    timer::{impl_has_timer, Timer, TimerCallback},
+    wr::{KernelDma, QpHandle},
+    BhGuard,
+};
+use kernel::sync::{Arc, SpinLock};
+use req::Shadow;
+use xmit::PKEY;
+
+/// Send WQEs a QP keeps in flight (started, not completed): the sender's window in WQEs.
+const SQ_SLOTS: usize = 128;
+
+/// What a QP's data path shares between the doorbell, the receive path and its timers.
+///
+/// # Invariants
+///
+/// Only the receive path's table, the QP's verbs object and bounded sections with bottom
+/// halves disabled (softirq, the doorbell) hold references; destroying the QP takes it out
+/// of the table, waits for an RCU grace period and shuts the timers down, so that the verbs
+/// object drops the last reference in process context.
+#[pin_data]
+pub(crate) struct QpShared {
+    // The timers and the work item come first: they are shut down before anything they
+    // use is dropped.
+    #[pin]
+    rto: Timer<QpShared, 0>,
+    #[pin]
+    rnr: Timer<QpShared, 1>,
+    /// Kernel consumers' doorbell: they post with interrupts disabled, where nothing may be
+    /// transmitted, so the send queue is processed from softirq work.
+    #[pin]
+    kick: BhWork<QpShared>,
+    #[pin]
+    eng: SpinLock<Engine>,
+    qpn: u32,
+    /// RC or UD.
+    qp_type: WireQpType,
+    pd_id: u32,
+    ifindex: i32,
+    sig_all: bool,
+    dev: Arc<DevShared>,
+    scq: CqRef<Rrxe>,
+    rcq: CqRef<Rrxe>,
+    sq: SharedQueue,
+    rq: Option<SharedQueue>,
+    /// For a kernel consumer's QP: SGEs with the local DMA lkey name kernel memory.
+    kernel: Option<KernelDma>,
+    /// Names the QP in a kernel consumer's completions.
+    handle: QpHandle,
+}
+
+impl_has_timer! {
+    impl HasTimer<0> for QpShared { self.rto }
+    impl HasTimer<1> for QpShared { self.rnr }
+}
+
+impl_has_bh_work! {
+    impl HasBhWork for QpShared { self.kick }
+}
+
+impl BhWorkCallback for QpShared {
+    /// A kernel consumer rang the doorbell.
+    fn work_run(this: &Self) {
+        this.resume(|_| {});
+    }
+}
+
+/// What the engine lock protects.
+pub(crate) struct Engine {
+    /// Attributes as `modify_qp` set them; `attrs.state` is the QP state.
+    pub(crate) attrs: QpAttrs,
+    /// Capabilities reported at creation.
+    pub(crate) caps: QpCaps,
+    /// Boxed: it is a few kilobytes, too much to move around on the kernel stack.
+    sender: KBox<Sender<SQ_SLOTS>>,
+    resp: Responder,
+    /// Kernel indices of the send queue.
+    sqs: SendQueueState,
+    /// Kernel consumer of the receive queue.
+    rqc: Option<KernelConsumer>,
+    sq_params: SendQueueParams,
+    rq_params: RecvQueueParams,
+    /// Copies of the send WQEs in flight.
+    shadow: Shadow,
+    /// Copy of the receive WQE being filled.
+    rwqe: KVVec<u8>,
+    /// Copy of the receive queue's head, while the responder decides on it.
+    stage: KVVec<u8>,
+    /// Kernel consumers: where a work request is laid out as a WQE before it is queued.
+    post_buf: KVVec<u8>,
+    /// A posted WQE failed validation: completed with this status once the WQEs before it
+    /// are, then the QP enters ERR.
+    sq_error: Option<WcStatus>,
+    /// Addressing of outgoing packets (from the address vector).
+    ip: IpParams,
+    dest_qpn: Qpn,
+    /// Local ACK timeout in microseconds, if any.
+    timeout_us: Option<u32>,
+    /// IPv4 identification of the next packet.
+    ip_id: u16,
+    /// UD: PSN of the next datagram.
+    ud_psn: Psn,
+}
+
+/// Completion events to raise once the engine lock is dropped.
+#[derive(Default)]
+struct Events {
+    scq: bool,
+    rcq: bool,
+}
+
+/// Parameters of a new QP's data path.
+pub(crate) struct QpSetup {
+    pub(crate) qpn: u32,
+    pub(crate) qp_type: WireQpType,
+    pub(crate) pd_id: u32,
+    pub(crate) ifindex: i32,
+    pub(crate) sig_all: bool,
+    pub(crate) caps: QpCaps,
+    pub(crate) attrs: QpAttrs,
+    pub(crate) dev: Arc<DevShared>,
+    pub(crate) scq: CqRef<Rrxe>,
+    pub(crate) rcq: CqRef<Rrxe>,
+    pub(crate) sq: SharedQueue,
+    pub(crate) rq: Option<SharedQueue>,
+    pub(crate) kernel: Option<KernelDma>,
+    pub(crate) handle: QpHandle,
+}
+
+pub(super) fn path_mtu(a: &QpAttrs) -> PathMtu {
+    a.path_mtu
+        .and_then(|m| PathMtu::from_bytes(m.bytes()))
+        .unwrap_or(PathMtu::MTU_1024)
+}
+
+fn sender_config(a: &QpAttrs) -> SenderConfig {
+    SenderConfig::new(Psn::new(a.sq_psn), path_mtu(a), a.retry_cnt, a.rnr_retry)
+        .with_max_rd_atomic(u32::from(a.max_rd_atomic))
+}
+
+fn responder_config(a: &QpAttrs) -> ResponderConfig {
+    ResponderConfig {
+        rq_psn: Psn::new(a.rq_psn),
+        mtu: path_mtu(a),
+        min_rnr_timer: RnrTimer::from_low_bits(a.min_rnr_timer),
+        remote_write: a.qp_access_flags & access::REMOTE_WRITE != 0,
+        remote_read: a.qp_access_flags & access::REMOTE_READ != 0,
+        remote_atomic: a.qp_access_flags & access::REMOTE_ATOMIC != 0,
+        max_dest_rd_atomic: u32::from(a.max_dest_rd_atomic),
+    }
+}
+
+/// Returns a sender in its initial state, allocated directly.
+#[inline(never)]
+fn new_sender(a: &QpAttrs) -> Result<KBox<Sender<SQ_SLOTS>>> {
+    Ok(KBox::new(Sender::new(sender_config(a)), GFP_KERNEL)?)
+}
+
+/// Returns a zeroed buffer of `len` bytes.
+fn zeroed_buf(len: usize) -> Result<KVVec<u8>> {
+    Ok(KVVec::from_elem(0u8, len, GFP_KERNEL)?)
+}
+
+/// The work request id of a WQE slot copy (its first eight bytes), for flushing a WQE that
+/// may not validate.
+pub(super) fn raw_wr_id(slot: &[u8]) -> u64 {
+    slot.first_chunk::<8>()
+        .map_or(0, |b| u64::from_le_bytes(*b))
+}
+
+impl QpShared {
+    /// Creates the data path of a new QP, in the RESET state.
+    pub(crate) fn new(s: QpSetup) -> Result<Arc<Self>> {
+        let sq_geo = s.sq.geometry();
+        let sq_elem = sq_geo.elem_size();
+        let rq_elem = s.rq.as_ref().map_or(0, |q| q.geometry().elem_size());
+        let eng = Engine {
+            sender: new_sender(&s.attrs)?,
+            resp: Responder::new(responder_config(&s.attrs)),
+            sqs: SendQueueState::new(sq_geo),
+            rqc: s.rq.as_ref().map(|q| KernelConsumer::new(q.geometry())),
+            sq_params: SendQueueParams {
+                qp_type: s.qp_type,
+                max_sge: s.caps.max_send_sge,
+                max_inline: s.caps.max_inline_data,
+                max_msg_size: MAX_MSG_SIZE,
+                length_check: LengthCheck::SgeSum,
+                allow_embedded_av: false,
+                gid_table_len: params::GID_TABLE_LEN,
+            },
+            rq_params: RecvQueueParams {
+                max_sge: s.caps.max_recv_sge,
+                max_msg_size: MAX_MSG_SIZE,
+                length_check: LengthCheck::SgeSum,
+            },
+            shadow: Shadow::new(sq_elem)?,
+            rwqe: zeroed_buf(rq_elem)?,
+            stage: zeroed_buf(rq_elem)?,
+            post_buf: if s.kernel.is_some() {
+                zeroed_buf(sq_elem.max(rq_elem))?
+            } else {
+                KVVec::new()
+            },
+            sq_error: None,
+            ip: IpParams::default(),
+            dest_qpn: Qpn::new(0),
+            timeout_us: None,
+            ip_id: 0,
+            ud_psn: Psn::new(0),
+            attrs: s.attrs,
+            caps: s.caps,
+        };
+        Arc::pin_init(
+            try_pin_init!(Self {
+                rto <- Timer::new(c"rrxe_qp_rto", kernel::static_lock_class!()),
+                rnr <- Timer::new(c"rrxe_qp_rnr", kernel::static_lock_class!()),
+                kick <- BhWork::new(c"rrxe_qp_kick", kernel::static_lock_class!()),
+                eng <- new_spinlock!(eng, "rrxe_qp"),
+                qpn: s.qpn,
+                qp_type: s.qp_type,
+                pd_id: s.pd_id,
+                ifindex: s.ifindex,
+                sig_all: s.sig_all,
+                dev: s.dev,
+                scq: s.scq,
+                rcq: s.rcq,
+                sq: s.sq,
+                rq: s.rq,
+                kernel: s.kernel,
+                handle: s.handle,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Returns the QP number.
+    pub(crate) fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// Returns the handle that names the QP in kernel completions.
+    pub(crate) fn handle(&self) -> QpHandle {
+        self.handle
+    }
+
+    /// Returns whether every send WQE completes (`IB_SIGNAL_ALL_WR`).
+    pub(crate) fn sig_all(&self) -> bool {
+        self.sig_all
+    }
+
+    /// Stops the timers for good and waits for running callbacks (QP destruction, after
+    /// the QP left the receive path's table and an RCU grace period passed).
+    pub(crate) fn shutdown(&self) {
+        self.rto.shutdown();
+        self.rnr.shutdown();
+        self.kick.cancel();
+    }
+
+    /// Runs `f` on the engine, with bottom halves disabled, then raises the completion
+    /// events it produced.
+    fn with_engine<R>(&self, f: impl FnOnce(&Self, &mut Engine, &mut Events) -> R) -> R {
+        let mut ev = Events::default();
+        let r = {
+            let _bh = BhGuard::new();
+            let mut e = self.eng.lock();
+            f(self, &mut e, &mut ev)
+        };
+        self.raise(ev);
+        r
+    }
+
+    fn raise(&self, ev: Events) {
+        if ev.scq {
+            self.scq.completion_event();
+        }
+        if ev.rcq {
+            self.rcq.completion_event();
+        }
+    }
+
+    /// Returns the attributes, capabilities (for `query_qp`).
+    pub(crate) fn query(&self) -> (QpAttrs, QpCaps) {
+        let _bh = BhGuard::new();
+        let e = self.eng.lock();
+        (e.attrs, e.caps)
+    }
+
+    /// Applies checked `modify_qp` attributes: `merge` copies them into the current ones and
+    /// the state transition to `next` starts, stops or flushes the state machines.
+    pub(crate) fn modify(
+        &self,
+        check: impl FnOnce(&QpAttrs) -> Result<QpState>,
+        merge: impl FnOnce(&mut QpAttrs),
+    ) -> Result {
+        self.with_engine(|this, e, ev| {
+            let next = check(&e.attrs)?;
+            let cur = e.attrs.state.unwrap_or(QpState::Reset);
+            merge(&mut e.attrs);
+            e.attrs.state = Some(next);
+            let a = e.attrs;
+            if a.mask & attr::TIMEOUT != 0 || e.timeout_us.is_none() {
+                e.timeout_us = local_ack_timeout_ns(a.timeout)
+                    .map(|ns| u32::try_from(ns / 1000).unwrap_or(u32::MAX));
+            }
+            match (cur, next) {
+                (_, QpState::Reset) => this.reset(e),
+                (QpState::Init, QpState::Rtr) => {
+                    e.resp.reset(responder_config(&a));
+                    e.dest_qpn = Qpn::new(a.dest_qp_num);
+                    e.ip = IpParams {
+                        src: a.ah.sgid,
+                        dst: a.ah.dgid,
+                        traffic_class: a.ah.traffic_class,
+                        hop_limit: if a.ah.hop_limit == 0 {
+                            64
+                        } else {
+                            a.ah.hop_limit
+                        },
+                        flow_label: a.ah.flow_label,
+                        sport: ip::udp_sport(this.qpn),
+                    };
+                }
+                (QpState::Rtr, QpState::Rts) => {
+                    e.sender.reset(sender_config(&a));
+                    e.ud_psn = Psn::new(a.sq_psn);
+                }
+                (QpState::Rts, QpState::Sqd) => e.sender.set_sq_drain(true),
+                (QpState::Sqd, QpState::Rts) => {
+                    e.sender.set_sq_drain(false);
+                    this.pump(e, ev);
+                }
+                (_, QpState::Err) => this.enter_error(e, ev),
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+
+    /// Back to RESET: every queue is emptied without completions.
+    fn reset(&self, e: &mut Engine) {
+        self.rto.stop();
+        self.rnr.stop();
+        e.sender.reset(sender_config(&e.attrs));
+        e.resp.reset(responder_config(&e.attrs));
+        e.sq_error = None;
+        e.shadow.reset();
+        if let Ok(prod) = self.sq.producer_acquire() {
+            if let Ok(p) = e.sqs.drain(prod) {
+                let _ = self.sq.publish(p);
+            }
+        }
+        if let (Some(rq), Some(rqc)) = (&self.rq, &mut e.rqc) {
+            if let Ok(prod) = rq.producer_acquire() {
+                if let Ok(p) = rqc.drain(prod) {
+                    let _ = rq.publish(p);
+                }
+            }
+        }
+    }
+
+    /// The send doorbell (`ibv_post_send`): start the WQEs userspace posted.
+    pub(crate) fn doorbell(&self) -> Result {
+        self.with_engine(|this, e, ev| match e.attrs.state {
+            Some(QpState::Rts | QpState::Sqd) if this.kernel.is_some() => {
+                this.kick.queue();
+                Ok(())
+            }
+            Some(QpState::Rts | QpState::Sqd) => {
+                this.pump(e, ev);
+                Ok(())
+            }
+            Some(QpState::Err) => {
+                this.flush_queues(e, ev);
+                Ok(())
+            }
+            // As the C driver: posting before RTS is an error.
+            _ => Err(EINVAL),
+        })
+    }
+
+    /// Takes a packet for this QP from the receive path (softirq); `ip` is its IP header and
+    /// `src` the IP source address as a GID. Returns whether the QP accepted it.
+    pub(crate) fn receive(&self, pkt: &Packet<'_>, ip: &IpHdr<'_>, src: &[u8; 16]) -> bool {
+        let mut ev = Events::default();
+        let taken = {
+            let mut e = self.eng.lock();
+            let e = &mut *e;
+            let is_request = pkt.opcode().info().is_some_and(|i| i.is_request());
+            if pkt.bth.pkey() & 0x7fff != PKEY & 0x7fff {
+                false
+            } else if self.qp_type == WireQpType::Ud {
+                self.on_datagram(e, &mut ev, pkt, ip)
+            } else if &e.ip.dst != src {
+                // RC: only the connected peer is heard.
+                false
+            } else if is_request {
+                self.on_request(e, &mut ev, pkt)
+            } else {
+                self.on_response(e, &mut ev, pkt)
+            }
+        };
+        self.raise(ev);
+        taken
+    }
+
+    /// A timer expired or a kernel consumer rang the doorbell (softirq): tell the sender,
+    /// then carry on transmitting.
+    fn resume(&self, expired: impl FnOnce(&mut Sender<SQ_SLOTS>)) {
+        let mut ev = Events::default();
+        {
+            let mut e = self.eng.lock();
+            let e = &mut *e;
+            expired(&mut e.sender);
+            self.pump(e, &mut ev);
+        }
+        self.raise(ev);
+    }
+}
+
+impl TimerCallback<0> for QpShared {
+    /// The local ACK timeout expired: go back to the oldest unacknowledged PSN.
+    fn timer_fired(this: &Self) {
+        this.resume(|s| s.on_retransmit_timeout());
+    }
+}
+
+impl TimerCallback<1> for QpShared {
+    /// The RNR wait is over: resend from the PSN the responder could not take.
+    fn timer_fired(this: &Self) {
+        this.resume(|s| s.on_rnr_timeout());
+    }
+}

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester of a connected QP (RC, UC): send WQEs from the ring into the wire core's
+//! [`Sender`], request packets out, responses in.
+//!
+//! A send WQE is copied once out of the user-writable ring into the shadow ring
+//! ([`Shadow`]), validated there with every local key it names, and posted to the sender
+//! under its shadow slot number; from then on only the copy is read: to build each request
+//! packet (and each retransmission), to place READ data and atomic results, and to complete
+//! it. The sender decides what to transmit (its window, go-back-N, the RNR wait) and which
+//! WQEs complete; [`QpShared::drain_actions`] carries out what it asks for.
+//!
+//! UC uses the same sender with nothing acknowledged: a packet is done once sent, and the
+//! UC opcodes are the RC ones plus 0x20.
+
+use super::{xmit::PKEY, Engine, Events, QpShared, SQ_SLOTS};
+use crate::mr::Need;
+use crate::proto::{
+    opcode::{Opcode, QpType as WireQpType},
+    packet::Packet,
+    rc::{Deliver, Response, SendAction, SendWqe as RcWqe, TxPacket, WcStatus, WqeHeaders, WrOp},
+    uabi::{self, SendData, SendFlags, SendOp, SendQueueParams, WrOpcode},
+};
+use kernel::alloc::KVVec;
+use kernel::prelude::*;
+use kernel::rdma::qp::QpState;
+
+/// Copies of the send WQEs in flight: `SQ_SLOTS` slots of the send queue's element size,
+/// used as a ring in posting order.
+pub(super) struct Shadow {
+    buf: KVVec<u8>,
+    elem: usize,
+    /// The slot the next WQE goes to.
+    next: u32,
+}
+
+impl Shadow {
+    /// Returns an empty shadow ring for WQEs of `elem` bytes.
+    pub(super) fn new(elem: usize) -> Result<Self> {
+        let len = SQ_SLOTS.checked_mul(elem).ok_or(EINVAL)?;
+        Ok(Self {
+            buf: KVVec::from_elem(0u8, len, GFP_KERNEL)?,
+            elem,
+            next: 0,
+        })
+    }
+
+    /// Returns slot `id`.
+    pub(super) fn slot(&self, id: u32) -> Option<&[u8]> {
+        let start = usize::try_from(id).ok()?.checked_mul(self.elem)?;
+        self.buf.get(start..start.checked_add(self.elem)?)
+    }
+
+    /// Returns slot `id` for writing.
+    pub(super) fn slot_mut(&mut self, id: u32) -> Option<&mut [u8]> {
+        let start = usize::try_from(id).ok()?.checked_mul(self.elem)?;
+        self.buf.get_mut(start..start.checked_add(self.elem)?)
+    }
+
+    /// Starts over from slot 0 (the QP went back to RESET).
+    pub(super) fn reset(&mut self) {
+        self.next = 0;
+    }
+}
+
+impl QpShared {
+    /// Moves posted WQEs into the sender, transmits what it allows and carries out its
+    /// actions, until nothing is left to do.
+    pub(super) fn pump(&self, e: &mut Engine, ev: &mut Events) {
+        if self.qp_type == WireQpType::Ud {
+            self.pump_ud(e, ev);
+            return;
+        }
+        self.fill_sender(e);
+        while let Some(p) = e.sender.next_packet() {
+            // A packet that cannot be sent is lost: the retransmit timer recovers.
+            let sent = self.send_request(e, &p);
+            self.count_sent(sent, p.retransmit);
+            if self.qp_type == WireQpType::Uc {
+                // Unreliable: a packet is done once sent; the WQE completes with its last.
+                e.sender.on_response(&Response::ack(p.psn));
+            }
+        }
+        self.drain_actions(e, ev);
+        if e.sq_error.is_some() && e.sender.is_idle() {
+            self.fail_sq_head(e, ev);
+        }
+    }
+
+    /// Copies the next posted, not started send WQE into shadow slot `id`; returns the
+    /// producer index it was read under, `None` if there is none, or the status of a corrupt
+    /// ring (an impossible producer index, an unreadable slot).
+    pub(super) fn copy_next_wqe(
+        &self,
+        e: &mut Engine,
+        id: u32,
+    ) -> core::result::Result<Option<u32>, WcStatus> {
+        let Ok(prod) = self.sq.producer_acquire() else {
+            return Ok(None);
+        };
+        let slot = match e.sqs.next_to_start(prod) {
+            Ok(Some(slot)) => slot,
+            Ok(None) => return Ok(None),
+            Err(_) => return Err(WcStatus::LocQpOpErr),
+        };
+        let copy = e.shadow.slot_mut(id).ok_or(WcStatus::LocQpOpErr)?;
+        self.sq
+            .read_slot(&slot, copy)
+            .map_err(|_| WcStatus::LocQpOpErr)?;
+        Ok(Some(prod))
+    }
+
+    /// Copies, validates and posts the WQEs userspace added to the send queue.
+    fn fill_sender(&self, e: &mut Engine) {
+        while e.sq_error.is_none() && e.sender.has_room() {
+            let id = e.shadow.next;
+            let prod = match self.copy_next_wqe(e, id) {
+                Ok(Some(prod)) => prod,
+                Ok(None) => return,
+                Err(status) => {
+                    e.sq_error = Some(status);
+                    return;
+                }
+            };
+            let Some(copy) = e.shadow.slot(id) else {
+                return;
+            };
+            let wqe = match self.check_send_wqe(copy, &e.sq_params) {
+                Ok(w) => w,
+                Err(status) => {
+                    e.sq_error = Some(status);
+                    return;
+                }
+            };
+            if e.sender.post(RcWqe { id, ..wqe }).is_err() {
+                e.sq_error = Some(WcStatus::LocQpOpErr);
+                return;
+            }
+            if e.sqs.mark_started(prod).is_err() {
+                e.sq_error = Some(WcStatus::LocQpOpErr);
+                return;
+            }
+            e.shadow.next = id.wrapping_add(1) % SQ_SLOTS as u32;
+        }
+    }
+
+    /// Validates a send WQE copy for this QP and every local key it names.
+    fn check_send_wqe(
+        &self,
+        copy: &[u8],
+        p: &SendQueueParams,
+    ) -> core::result::Result<RcWqe, WcStatus> {
+        let wqe = uabi::validate_send_wqe(copy, p).map_err(|e| e.send_status())?;
+        let op = match wqe.opcode() {
+            WrOpcode::Send => WrOp::Send,
+            WrOpcode::SendWithImm => WrOp::SendWithImm,
+            WrOpcode::SendWithInv => WrOp::SendWithInv,
+            WrOpcode::RdmaWrite => WrOp::Write,
+            WrOpcode::RdmaWriteWithImm => WrOp::WriteWithImm,
+            WrOpcode::RdmaRead => WrOp::Read,
+            WrOpcode::AtomicCmpAndSwp => WrOp::CompareSwap,
+            WrOpcode::AtomicFetchAndAdd => WrOp::FetchAdd,
+            // Local operations, memory windows, FLUSH and ATOMIC WRITE are not carried out.
+            _ => return Err(WcStatus::LocQpOpErr),
+        };
+        // READ and atomic results are written into the local buffers.
+        let need = if op.is_read_or_atomic() {
+            Need::LocalWrite
+        } else {
+            Need::LocalRead
+        };
+        let len = match op {
+            WrOp::CompareSwap | WrOp::FetchAdd => 8,
+            _ => wqe.length(),
+        };
+        if let SendData::Sges(sges) = wqe.data() {
+            let n = usize::try_from(len).map_err(|_| WcStatus::LocLenErr)?;
+            self.check_sges(sges, n, need)
+                .map_err(|_| WcStatus::LocProtErr)?;
+        }
+        Ok(RcWqe {
+            id: 0,
+            op,
+            len,
+            solicited: wqe.flags().contains(SendFlags::SOLICITED),
+            fence: wqe.flags().contains(SendFlags::FENCE),
+        })
+    }
+
+    /// Builds and transmits one request packet of a WQE in flight.
+    fn send_request(&self, e: &mut Engine, p: &TxPacket) -> Result {
+        let id = e.next_ip_id();
+        let copy = e.shadow.slot(p.id).ok_or(EINVAL)?;
+        let wqe = uabi::validate_send_wqe(copy, &e.sq_params).map_err(|_| EINVAL)?;
+        let hdrs = match *wqe.op() {
+            SendOp::Send {
+                imm,
+                invalidate_rkey,
+                ..
+            } => WqeHeaders {
+                imm_or_inv: imm.or(invalidate_rkey).unwrap_or(0),
+                ..WqeHeaders::default()
+            },
+            SendOp::Write { remote, imm } => WqeHeaders {
+                remote_va: remote.addr,
+                rkey: remote.rkey,
+                imm_or_inv: imm.unwrap_or(0),
+                ..WqeHeaders::default()
+            },
+            SendOp::Read { remote } => WqeHeaders {
+                remote_va: remote.addr,
+                rkey: remote.rkey,
+                ..WqeHeaders::default()
+            },
+            SendOp::CompareSwap {
+                remote,
+                compare,
+                swap,
+            } => WqeHeaders {
+                remote_va: remote.addr,
+                rkey: remote.rkey,
+                swap_add: swap,
+                compare,
+                ..WqeHeaders::default()
+            },
+            SendOp::FetchAdd { remote, add } => WqeHeaders {
+                remote_va: remote.addr,
+                rkey: remote.rkey,
+                swap_add: add,
+                ..WqeHeaders::default()
+            },
+            _ => return Err(EINVAL),
+        };
+        let mut spec = p.spec(e.dest_qpn, PKEY, &hdrs, &[]);
+        if self.qp_type == WireQpType::Uc {
+            // The UC opcodes are the RC ones plus 0x20; nothing is acknowledged.
+            spec.bth.opcode = Opcode(spec.bth.opcode.0.wrapping_add(0x20));
+            spec.bth.ack_req = false;
+        }
+        let len = usize::try_from(p.len)?;
+        self.xmit(&e.ip, id, &spec, len, |out| match wqe.data() {
+            SendData::Inline(bytes) => {
+                let start = usize::try_from(p.offset)?;
+                let src = start
+                    .checked_add(out.len())
+                    .and_then(|end| bytes.get(start..end))
+                    .ok_or(EINVAL)?;
+                out.copy_from_slice(src);
+                Ok(())
+            }
+            SendData::Sges(sges) => self.gather(sges, p.offset, out),
+            SendData::None => Ok(()),
+        })
+    }
+
+    /// Carries out what the sender asks for: completions, timers, the error state.
+    pub(super) fn drain_actions(&self, e: &mut Engine, ev: &mut Events) {
+        while let Some(a) = e.sender.poll() {
+            match a {
+                SendAction::Complete(c) => self.complete_send(e, ev, c.id, c.status),
+                SendAction::ArmRetransmitTimer => {
+                    if let (Some(us), false) = (e.timeout_us, self.qp_type == WireQpType::Uc) {
+                        self.rto.arm_after_us(us);
+                    }
+                }
+                SendAction::StopRetransmitTimer => self.rto.stop(),
+                SendAction::ArmRnrTimer(t) => self.rnr.arm_after_us(t.micros()),
+                SendAction::EnterError => self.enter_error(e, ev),
+            }
+        }
+    }
+
+    /// Takes a response (ACK, NAK, READ response, atomic ACK) for the requester.
+    pub(super) fn on_response(&self, e: &mut Engine, ev: &mut Events, pkt: &Packet<'_>) -> bool {
+        if !matches!(e.attrs.state, Some(QpState::Rts | QpState::Sqd)) {
+            return false;
+        }
+        let Some(r) = Response::from_packet(pkt) else {
+            return false;
+        };
+        let placed = match e.sender.check_response(&r) {
+            Some(Deliver::ReadData { id, offset }) => self.place_local(e, id, offset, pkt.payload),
+            Some(Deliver::AtomicOrig { id, orig }) => {
+                self.place_local(e, id, 0, &orig.to_ne_bytes())
+            }
+            None => Ok(()),
+        };
+        match placed {
+            Ok(()) => e.sender.on_response(&r),
+            Err(_) => e.sender.on_local_error(&r, WcStatus::LocProtErr),
+        }
+        self.pump(e, ev);
+        true
+    }
+
+    /// Writes READ data or an atomic's original value into the local buffers of the send
+    /// WQE whose copy is shadow slot `id`.
+    fn place_local(&self, e: &Engine, id: u32, offset: u32, data: &[u8]) -> Result {
+        let copy = e.shadow.slot(id).ok_or(EINVAL)?;
+        let wqe = uabi::validate_send_wqe(copy, &e.sq_params).map_err(|_| EINVAL)?;
+        let SendData::Sges(sges) = wqe.data() else {
+            return Err(EINVAL);
+        };
+        self.scatter_sges(sges, offset, data)
+    }
+}

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder of a connected QP (RC, UC): requests in, the wire core's [`Responder`]
+//! deciding, payloads placed, READ responses, atomic ACKs and ACK/NAKs out.
+//!
+//! For each request the responder says where its payload goes ([`Placement`]), what to
+//! complete, what to answer and whether the QP fails; this file carries that out. A receive
+//! WQE is copied out of the ring and validated ([`QpShared::peek_recv`]) before the
+//! responder decides on it, and becomes the current one (`rwqe`) when a message starts in
+//! it. Remote accesses resolve their rkey for the whole range first: the first packet of an
+//! RDMA WRITE for the RETH's whole length (so that a WRITE running past its region writes
+//! nothing at all), a READ for the whole range it asks for, an atomic for its 8 bytes; a
+//! zero-length WRITE or READ names no memory and its rkey is not checked (C9-88).
+//!
+//! [`Responder`]: crate::proto::rc::Responder
+
+use super::{path_mtu, xmit::PKEY, Engine, Events, QpShared};
+use crate::mr::Need;
+use crate::net::Rcvd;
+use crate::proto::{
+    aeth::Syndrome,
+    opcode::QpType as WireQpType,
+    packet::Packet,
+    rc::{
+        responder::LocalError, AtomicExec, AtomicReply, Placement, ReadReply, Request, RespOutcome,
+    },
+    uabi,
+};
+use kernel::prelude::*;
+use kernel::rdma::qp::QpState;
+
+impl QpShared {
+    /// Takes a request (SEND, WRITE, READ, atomic) for the responder.
+    pub(super) fn on_request(&self, e: &mut Engine, ev: &mut Events, pkt: &Packet<'_>) -> bool {
+        if !matches!(
+            e.attrs.state,
+            Some(QpState::Rtr | QpState::Rts | QpState::Sqd)
+        ) {
+            return false;
+        }
+        let req = Request::from_packet(pkt);
+        let consumes = pkt.opcode().info().is_some_and(|i| i.consumes_rwqe());
+        let mut prod = 0;
+        let recv_len = if consumes {
+            match self.peek_recv(e) {
+                Ok(Some((len, p))) => {
+                    prod = p;
+                    Some(len)
+                }
+                Ok(None) => None,
+                Err(()) => {
+                    self.enter_error(e, ev);
+                    return false;
+                }
+            }
+        } else {
+            None
+        };
+        let out = if self.qp_type == WireQpType::Uc {
+            e.resp.on_uc_request(&req, recv_len)
+        } else {
+            e.resp.on_request(&req, recv_len)
+        };
+        if out
+            .reply
+            .is_some_and(|r| matches!(r.syndrome, Syndrome::RnrNak(_)))
+        {
+            self.dev.stats.inc(Rcvd::RnrNaksSent);
+        }
+        if out.begin_recv {
+            // The head was validated into `stage`; it becomes the current receive WQE.
+            core::mem::swap(&mut e.rwqe, &mut e.stage);
+            if let Some(rqc) = &mut e.rqc {
+                if let (Some(rq), Ok(p)) = (&self.rq, rqc.advance(prod)) {
+                    let _ = rq.publish(p);
+                }
+            }
+        }
+        let placed = match out.placement {
+            None => Ok(()),
+            Some(Placement::Recv { offset }) => self
+                .scatter(e, offset, pkt.payload)
+                .map_err(|_| LocalError::RecvProtection),
+            Some(Placement::Remote { va, rkey }) => {
+                // The first packet of a WRITE (with its RETH) resolves the whole message's
+                // range, the others their own payload's.
+                let payload = u32::try_from(pkt.payload.len()).unwrap_or(u32::MAX);
+                let len = req.reth.map_or(payload, |(_, _, len)| len.max(payload));
+                self.resolve(rkey, va, len, Need::RemoteWrite)
+                    .and_then(|mem| mem.write(0, pkt.payload))
+                    .map_err(|_| LocalError::RemoteAccess)
+            }
+        };
+        // No memory region of rrxe can be invalidated remotely (there are no memory windows
+        // or fast-registered regions yet), so a SEND with invalidate is an invalid request,
+        // as rdma_rxe answers for regions of the wrong type.
+        let placed = match (placed, out.complete.and_then(|c| c.inv_rkey)) {
+            (Ok(()), Some(_)) => Err(LocalError::BadInvalidate),
+            (p, _) => p,
+        };
+        let out = match placed {
+            Ok(()) => out,
+            Err(le) => e.resp.on_local_error(le),
+        };
+        if let Some(rd) = out.read {
+            if self.send_read_responses(e, &rd).is_err() {
+                let out = e.resp.on_local_error(LocalError::RemoteAccess);
+                self.finish_request(e, ev, &out);
+                return true;
+            }
+        }
+        if let Some(a) = out.atomic {
+            match self.execute_atomic(&a) {
+                Ok(orig) => {
+                    let reply = e.resp.atomic_done(orig);
+                    self.send_atomic_reply(e, &reply);
+                }
+                Err(_) => {
+                    let out = e.resp.on_local_error(LocalError::RemoteAccess);
+                    self.finish_request(e, ev, &out);
+                    return true;
+                }
+            }
+        }
+        if let Some(reply) = out.atomic_reply {
+            self.send_atomic_reply(e, &reply);
+        }
+        self.finish_request(e, ev, &out);
+        true
+    }
+
+    /// Sends the READ responses for `rd`, after checking its rkey over the whole range (a
+    /// zero-length READ names no memory: its rkey is not checked, C9-88).
+    fn send_read_responses(&self, e: &mut Engine, rd: &ReadReply) -> Result {
+        let mem = if rd.len == 0 {
+            None
+        } else {
+            Some(self.resolve(rd.rkey, rd.va, rd.len, Need::RemoteRead)?)
+        };
+        let mtu = path_mtu(&e.attrs);
+        for i in 0..rd.packets(mtu) {
+            let r = rd.response(i, mtu);
+            let spec = r.spec(e.dest_qpn, PKEY, rd.msn, &[]);
+            let id = e.next_ip_id();
+            let at = usize::try_from(r.offset)?;
+            let sent = self.xmit(
+                &e.ip,
+                id,
+                &spec,
+                usize::try_from(r.len)?,
+                |out| match &mem {
+                    Some(mem) => mem.read(at, out),
+                    None => Ok(()),
+                },
+            );
+            // A lost response: the requester asks again.
+            self.count_sent(sent, false);
+        }
+        Ok(())
+    }
+
+    /// Carries out an atomic from the wire on the 8 bytes its rkey names; returns the
+    /// original value.
+    fn execute_atomic(&self, a: &AtomicExec) -> Result<u64> {
+        let mem = self.resolve(a.rkey, a.va, 8, Need::RemoteAtomic)?;
+        let _guard = self.dev.atomic_lock.lock();
+        let mut word = [0u8; 8];
+        mem.read(0, &mut word)?;
+        let orig = u64::from_ne_bytes(word);
+        mem.write(0, &a.op.apply(orig).to_ne_bytes())?;
+        Ok(orig)
+    }
+
+    fn send_atomic_reply(&self, e: &mut Engine, reply: &AtomicReply) {
+        self.send_headers(e, &reply.spec(e.dest_qpn, PKEY));
+    }
+
+    /// Carries out the completion, reply and error of a responder outcome.
+    fn finish_request(&self, e: &mut Engine, ev: &mut Events, out: &RespOutcome) {
+        if let Some(rc) = out.complete {
+            self.complete_recv(e, ev, &rc);
+        }
+        if let Some(reply) = out.reply {
+            self.send_headers(e, &reply.spec(e.dest_qpn, PKEY));
+        }
+        if out.fatal {
+            self.enter_error(e, ev);
+        }
+    }
+
+    /// Copies the receive queue's head into `stage` and validates it: `Ok(None)` if the
+    /// queue is empty, else its length and the producer index it was read under. `Err` if
+    /// the queue or the WQE is corrupt (the QP enters ERR).
+    pub(super) fn peek_recv(&self, e: &mut Engine) -> core::result::Result<Option<(u32, u32)>, ()> {
+        let (Some(rq), Some(rqc)) = (&self.rq, &e.rqc) else {
+            return Ok(None);
+        };
+        let prod = rq.producer_acquire().map_err(|_| ())?;
+        let Some(slot) = rqc.head(prod).map_err(|_| ())? else {
+            return Ok(None);
+        };
+        rq.read_slot(&slot, &mut e.stage).map_err(|_| ())?;
+        let w = uabi::validate_recv_wqe(&e.stage, &e.rq_params).map_err(|_| ())?;
+        Ok(Some((w.length(), prod)))
+    }
+
+    /// Scatters `data` into the current receive WQE at byte `offset`.
+    pub(super) fn scatter(&self, e: &Engine, offset: u32, data: &[u8]) -> Result {
+        let w = uabi::validate_recv_wqe(&e.rwqe, &e.rq_params).map_err(|_| EINVAL)?;
+        self.scatter_sges(w.sges(), offset, data)
+    }
+}

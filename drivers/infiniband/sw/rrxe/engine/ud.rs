@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Unreliable datagrams: each send WQE is one datagram, sent and completed at once; each
+//! received datagram fills the head receive WQE, GRH first.
+//!
+//! A UD send WQE names its destination by address handle number (checked against the
+//! device's AH table) and Q_Key; the datagram must fit the path MTU. A datagram is received
+//! only with the QP's Q_Key; without a posted receive it is dropped, as on a wire.
+
+use super::{comp::CqSide, path_mtu, raw_wr_id, xmit::PKEY, Engine, Events, QpShared};
+use crate::net::Rcvd;
+use crate::proto::{
+    bth::{BthFields, Qpn},
+    ext::{DethFields, ImmDtFields},
+    icrc::IpHdr,
+    ip::{self, IpParams},
+    opcode::{Op, Opcode},
+    packet::{Packet, PacketSpec},
+    rc::WcStatus,
+    uabi::{self, Completion, SendData, SendFlags, SendOp, UdAddress, WcEx},
+};
+use kernel::prelude::*;
+use kernel::rdma::qp::QpState;
+
+/// Length of the GRH in front of a UD receive's payload (for IPv4, 20 zero bytes and the
+/// IPv4 header).
+const GRH_LEN: usize = 40;
+
+/// `RDMA_NETWORK_IPV4`: how a kernel consumer reads the GRH of a datagram that came over
+/// IPv4.
+const RDMA_NETWORK_IPV4: u8 = 2;
+/// `RDMA_NETWORK_IPV6`.
+const RDMA_NETWORK_IPV6: u8 = 3;
+
+impl QpShared {
+    /// UD: sends every posted WQE as one datagram and completes it (unreliable: there is
+    /// nothing to wait for).
+    pub(super) fn pump_ud(&self, e: &mut Engine, ev: &mut Events) {
+        loop {
+            let status = match self.copy_next_wqe(e, 0) {
+                Ok(Some(prod)) => self.send_datagram(e).map(|()| prod),
+                Ok(None) => return,
+                Err(status) => Err(status),
+            };
+            let prod = match status {
+                Ok(prod) => prod,
+                Err(status) => {
+                    e.sq_error = Some(status);
+                    self.fail_sq_head(e, ev);
+                    return;
+                }
+            };
+            if e.sqs.mark_started(prod).is_err() {
+                return;
+            }
+            self.complete_send(e, ev, 0, WcStatus::Success);
+        }
+    }
+
+    /// UD: validates the WQE copy in shadow slot 0 and sends its datagram.
+    fn send_datagram(&self, e: &mut Engine) -> core::result::Result<(), WcStatus> {
+        let id = e.next_ip_id();
+        let copy = e.shadow.slot(0).ok_or(WcStatus::LocQpOpErr)?;
+        let wqe = uabi::validate_send_wqe(copy, &e.sq_params).map_err(|e| e.send_status())?;
+        let SendOp::Send {
+            imm, ud: Some(ud), ..
+        } = *wqe.op()
+        else {
+            return Err(WcStatus::LocQpOpErr);
+        };
+        let mtu = path_mtu(&e.attrs).bytes();
+        if wqe.length() > mtu {
+            return Err(WcStatus::LocLenErr);
+        }
+        let UdAddress::Ah(num) = ud.address else {
+            return Err(WcStatus::LocQpOpErr);
+        };
+        let ah = self.dev.ah(num).ok_or(WcStatus::LocQpOpErr)?;
+        let ip = IpParams {
+            src: ah.sgid,
+            dst: ah.dgid,
+            traffic_class: ah.traffic_class,
+            hop_limit: if ah.hop_limit == 0 { 64 } else { ah.hop_limit },
+            flow_label: ah.flow_label,
+            sport: ip::udp_sport(self.qpn),
+        };
+        // A Q_Key with the high bit set means "use the QP's" (IBA 10.2.5).
+        let qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
+            e.attrs.qkey
+        } else {
+            ud.remote_qkey
+        };
+        let psn = e.ud_psn;
+        e.ud_psn = psn.next();
+        let spec = PacketSpec {
+            bth: BthFields {
+                opcode: if imm.is_some() {
+                    Opcode::UD_SEND_ONLY_WITH_IMMEDIATE
+                } else {
+                    Opcode::UD_SEND_ONLY
+                },
+                solicited: wqe.flags().contains(SendFlags::SOLICITED),
+                pkey: PKEY,
+                dest_qp: ud.remote_qpn,
+                psn,
+                ..BthFields::default()
+            },
+            deth: Some(DethFields {
+                qkey,
+                resv: 0,
+                src_qp: Qpn::new(self.qpn),
+            }),
+            immdt: imm.map(|imm| ImmDtFields { imm }),
+            ..PacketSpec::default()
+        };
+        let len = usize::try_from(wqe.length()).map_err(|_| WcStatus::LocLenErr)?;
+        let sent = self.xmit(&ip, id, &spec, len, |out| match wqe.data() {
+            SendData::Inline(bytes) => {
+                out.copy_from_slice(bytes.get(..out.len()).ok_or(EINVAL)?);
+                Ok(())
+            }
+            SendData::Sges(sges) => self.gather(sges, 0, out),
+            SendData::None => Ok(()),
+        });
+        // A datagram that cannot be sent is lost, as on a wire; a bad local key is the
+        // sender's error.
+        match sent {
+            Ok(()) => self.dev.stats.inc(Rcvd::SentPkts),
+            Err(e) if e == EINVAL => return Err(WcStatus::LocProtErr),
+            Err(_) => self.dev.stats.inc(Rcvd::SendErrors),
+        }
+        Ok(())
+    }
+
+    /// UD: takes a datagram into the head receive WQE: the 40-byte GRH (for IPv4, 20 zero
+    /// bytes and the IPv4 header) followed by the payload.
+    pub(super) fn on_datagram(
+        &self,
+        e: &mut Engine,
+        ev: &mut Events,
+        pkt: &Packet<'_>,
+        ip: &IpHdr<'_>,
+    ) -> bool {
+        if !matches!(
+            e.attrs.state,
+            Some(QpState::Rtr | QpState::Rts | QpState::Sqd)
+        ) {
+            return false;
+        }
+        let Some(deth) = pkt.deth else {
+            return false;
+        };
+        if pkt.opcode().info().is_none_or(|i| i.op != Op::Send) || deth.qkey() != e.attrs.qkey {
+            return false;
+        }
+        let mut grh = [0u8; GRH_LEN];
+        let hdr = match ip {
+            IpHdr::V4(h) => grh.get_mut(20..).zip(h.get(..20)),
+            IpHdr::V6(h) => Some((&mut grh[..], h.get(..GRH_LEN).unwrap_or(&[0; GRH_LEN]))),
+        };
+        if let Some((dst, src)) = hdr {
+            dst.copy_from_slice(src);
+        }
+        let (len, prod) = match self.peek_recv(e) {
+            Ok(Some(head)) => head,
+            // No receive posted: a datagram is simply dropped.
+            Ok(None) => return false,
+            Err(()) => {
+                self.enter_error(e, ev);
+                return false;
+            }
+        };
+        // Too small a buffer: the receive completes with a length error.
+        let fits =
+            usize::try_from(len).is_ok_and(|l| l >= pkt.payload.len().saturating_add(GRH_LEN));
+        core::mem::swap(&mut e.rwqe, &mut e.stage);
+        if let (Some(rq), Some(rqc)) = (&self.rq, &mut e.rqc) {
+            if let Ok(p) = rqc.advance(prod) {
+                let _ = rq.publish(p);
+            }
+        }
+        let wr_id = raw_wr_id(&e.rwqe);
+        let placed = fits
+            && self.scatter(e, 0, &grh).is_ok()
+            && self.scatter(e, GRH_LEN as u32, pkt.payload).is_ok();
+        let c = if placed {
+            let byte_len =
+                u32::try_from(pkt.payload.len().saturating_add(GRH_LEN)).unwrap_or(u32::MAX);
+            let ex = pkt.immdt.map_or(WcEx::None, |i| WcEx::Imm(i.imm()));
+            Completion::recv_success(wr_id, self.qpn, byte_len, false, ex, deth.src_qp().get(), 1)
+        } else if fits {
+            Completion::send_error(wr_id, WcStatus::LocProtErr, self.qpn)
+        } else {
+            Completion::send_error(wr_id, WcStatus::LocLenErr, self.qpn)
+        };
+        let net = if matches!(ip, IpHdr::V4(_)) {
+            RDMA_NETWORK_IPV4
+        } else {
+            RDMA_NETWORK_IPV6
+        };
+        self.post_cqe_net(ev, CqSide::Recv, &c, pkt.bth.solicited(), net);
+        true
+    }
+}

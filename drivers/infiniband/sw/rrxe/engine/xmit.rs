@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Transmission: a packet built in place in a socket buffer (IP and UDP headers, the IBA
+//! headers of a [`PacketSpec`], the payload written by the caller, the ICRC) and sent on the
+//! route to its destination, or handed to the device's loopback when the destination is a
+//! QP of this device.
+//!
+//! Every packet rrxe sends goes through [`QpShared::xmit`], under the engine lock; the
+//! counters say what became of it ([`Rcvd::SentPkts`], [`Rcvd::Retransmits`],
+//! [`Rcvd::SendErrors`]: a packet that cannot be sent is lost, as on a wire, and the
+//! transport recovers it).
+
+use super::{Engine, QpShared};
+use crate::net::Rcvd;
+use crate::proto::{
+    icrc::{self, IpHdr, UDP_LEN},
+    ip::{self, IpParams},
+    packet::{self, PacketSpec},
+};
+use crate::wire::kernel_crc32;
+use kernel::prelude::*;
+use kernel::rdma::net::{Route, TxBuf};
+
+/// The partition key of every packet: the default partition, full member.
+pub(super) const PKEY: u16 = 0xffff;
+
+impl Engine {
+    /// Returns the IPv4 identification for the next packet.
+    pub(super) fn next_ip_id(&mut self) -> u16 {
+        let id = self.ip_id;
+        self.ip_id = id.wrapping_add(1);
+        id
+    }
+}
+
+impl QpShared {
+    /// Builds a packet around `spec` with a payload of `payload_len` bytes that `fill`
+    /// writes in place, and transmits it.
+    pub(super) fn xmit(
+        &self,
+        ip: &IpParams,
+        id: u16,
+        spec: &PacketSpec<'_>,
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result,
+    ) -> Result {
+        let body_len = packet::packet_len(spec.bth.opcode, payload_len).ok_or(EINVAL)?;
+        let route = if ip.is_ipv4() {
+            Route::ipv4(self.ifindex, ip::v4_of(&ip.src), ip::v4_of(&ip.dst))?
+        } else {
+            Route::ipv6(self.ifindex, ip.src, ip.dst)?
+        };
+        let ip_len = ip.ip_len();
+        let hdr_len = ip_len.wrapping_add(UDP_LEN);
+        let mut buf = TxBuf::new(&route, ip_len, hdr_len.checked_add(body_len).ok_or(EINVAL)?)?;
+        let data = buf.data_mut();
+        ip.write(data, body_len, id).map_err(|_| EINVAL)?;
+        let (hdrs, body) = data.split_at_mut_checked(hdr_len).ok_or(EINVAL)?;
+        let layout = packet::build_headers(spec, payload_len, body).map_err(|_| EINVAL)?;
+        fill(body.get_mut(layout.payload).ok_or(EINVAL)?)?;
+        let (iph, udp) = hdrs.split_at_checked(ip_len).ok_or(EINVAL)?;
+        let iph = if ip.is_ipv4() {
+            IpHdr::V4(iph)
+        } else {
+            IpHdr::V6(iph)
+        };
+        icrc::generate(&kernel_crc32, iph, udp, body).map_err(|_| EINVAL)?;
+        if route.is_local() {
+            // To a QP of this device: the IP layer would deliver it on the loopback device,
+            // which no RDMA device is bound to.
+            self.dev.deliver_locally(buf);
+            return Ok(());
+        }
+        buf.send(&route)
+    }
+
+    /// Counts the outcome of a transmission (a lost packet is recovered by the transport).
+    pub(super) fn count_sent(&self, sent: Result, retransmit: bool) {
+        self.dev.stats.inc(match sent {
+            Ok(()) if retransmit => Rcvd::Retransmits,
+            Ok(()) => Rcvd::SentPkts,
+            Err(_) => Rcvd::SendErrors,
+        });
+    }
+
+    /// Sends a packet without payload (an acknowledgement) to the connected peer, counting
+    /// the outcome (a lost one is recovered by the requester).
+    pub(super) fn send_headers(&self, e: &mut Engine, spec: &PacketSpec<'_>) {
+        let id = e.next_ip_id();
+        let sent = self.xmit(&e.ip, id, spec, 0, |_| Ok(()));
+        self.count_sent(sent, false);
+    }
+}

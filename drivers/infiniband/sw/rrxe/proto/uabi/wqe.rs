@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Validation of send and receive WQEs copied out of user-owned slots ([`validate_send_wqe`],
+//! [`validate_recv_wqe`]) into typed descriptions ([`SendWqe`], [`SendOp`], [`SendData`],
+//! [`RecvWqe`]), the queue parameters they are checked against, and why a WQE is rejected
+//! ([`WqeError`]).
+
+use super::super::bth::Qpn;
+use super::super::opcode::QpType;
+use super::super::wire::chunk;
+use super::av::{validate_av, AvError, ValidAv};
+use super::layout::{
+    MwWrFields, RdmaWrFields, RxeRecvWqe, RxeSendWqe, UdWrFields, RECV_WQE_DATA_OFFSET,
+    SEND_WQE_DATA_OFFSET,
+};
+use super::sge::{sge_length, sge_list, SgeList};
+use super::wc::WcStatus;
+use super::wr::{SendFlags, WrOpcode, FLUSH_GLOBAL, FLUSH_MR, FLUSH_PERSISTENT};
+
+/// How `dma.length` must relate to the SGE list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LengthCheck {
+    /// `dma.length` must equal the sum of the SGE lengths (else [`WqeError::LengthMismatch`]).
+    Strict,
+    /// Ignore `dma.length` and use the sum of the SGE lengths. This accepts multi-SGE
+    /// `ibv_wr_set_sge_list()` WQEs of rdma-core 44.0/56.0, which sum `sg_list[0].length`
+    /// `num_sge` times; upstream trusts `dma.length` for those.
+    SgeSum,
+}
+
+/// Send queue parameters for [`validate_send_wqe`], from the QP's private state (never from
+/// the shared page).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendQueueParams {
+    /// QP type.
+    pub qp_type: QpType,
+    /// Reported `max_send_sge`.
+    pub max_sge: u32,
+    /// Reported `max_inline_data`.
+    pub max_inline: u32,
+    /// Largest message length (normally [`MAX_MSG_SIZE`](super::MAX_MSG_SIZE)).
+    pub max_msg_size: u32,
+    /// Relation of `dma.length` and the SGE list.
+    pub length_check: LengthCheck,
+    /// Accept the embedded [`RxeAv`](super::RxeAv) of UD WQEs with `ah_num == 0` (legacy
+    /// providers).
+    pub allow_embedded_av: bool,
+    /// Size of the port's GID table, to bound `sgid_index` of an embedded AV.
+    pub gid_table_len: u32,
+}
+
+/// Why a user WQE was rejected.
+///
+/// For a send WQE the driver completes it with [`WqeError::send_status`] and moves the QP
+/// to the error state, like upstream; for a receive WQE with [`WqeError::recv_status`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WqeError {
+    /// The slot is shorter than the fixed WQE header (a driver bug).
+    SlotTooShort,
+    /// Not an opcode a user WQE may carry (including the kernel-only `IB_WR_REG_MR`).
+    BadOpcode(u32),
+    /// The opcode is not allowed on this QP type.
+    OpcodeNotAllowed(WrOpcode),
+    /// `num_sge` exceeds the queue's `max_sge`.
+    TooManySge {
+        /// `dma.num_sge`.
+        num_sge: u32,
+        /// The queue's limit.
+        max_sge: u32,
+    },
+    /// The SGE list does not fit in the slot.
+    SgeOutsideSlot,
+    /// The sum of the SGE lengths overflows 32 bits.
+    LengthOverflow,
+    /// `dma.length` differs from the sum of the SGE lengths.
+    LengthMismatch {
+        /// `dma.length`.
+        claimed: u32,
+        /// Sum of the SGE lengths.
+        sum: u32,
+    },
+    /// The message is longer than the device's maximum message size.
+    MessageTooLong(u32),
+    /// `IB_SEND_INLINE` on an opcode without local send data.
+    InlineNotAllowed,
+    /// Inline data longer than `max_inline_data`.
+    InlineTooLong(u32),
+    /// Inline data does not fit in the slot.
+    InlineOutsideSlot,
+    /// An atomic WQE whose local buffer is shorter than 8 bytes.
+    AtomicLength(u32),
+    /// An atomic or ATOMIC WRITE remote address that is not 8-byte aligned.
+    AtomicMisaligned(u64),
+    /// An ATOMIC WRITE whose length is not 8.
+    AtomicWriteLength(u32),
+    /// A FLUSH with an unknown placement type or selectivity level.
+    BadFlush {
+        /// `wr.flush.type`.
+        placement_type: u8,
+        /// `wr.flush.level`.
+        level: u8,
+    },
+    /// A UD destination QPN wider than 24 bits.
+    BadRemoteQpn(u32),
+    /// A UD WQE with `ah_num == 0` where the embedded AV is not accepted.
+    MissingAh,
+    /// The embedded UD address vector is invalid.
+    BadAv(AvError),
+}
+
+impl WqeError {
+    /// Returns the completion status for a rejected send WQE: `IB_WC_LOC_LEN_ERR` for length
+    /// errors, `IB_WC_LOC_QP_OP_ERR` for every malformed WQE (as upstream's requester).
+    pub const fn send_status(self) -> WcStatus {
+        match self {
+            Self::LengthOverflow
+            | Self::LengthMismatch { .. }
+            | Self::MessageTooLong(_)
+            | Self::InlineTooLong(_)
+            | Self::AtomicLength(_)
+            | Self::AtomicWriteLength(_) => WcStatus::LocLenErr,
+            _ => WcStatus::LocQpOpErr,
+        }
+    }
+
+    /// Returns the completion status for a rejected receive WQE: `IB_WC_LOC_QP_OP_ERR`, as
+    /// upstream's `RESPST_ERR_MALFORMED_WQE` (which also NAKs an RC request with REM_OP_ERR).
+    pub const fn recv_status(self) -> WcStatus {
+        WcStatus::LocQpOpErr
+    }
+}
+
+/// Remote address and key of an RDMA, atomic or FLUSH operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Remote {
+    /// Remote virtual address (from the `wr` union, not from `iova`).
+    pub addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+}
+
+/// Where a UD send goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UdAddress {
+    /// An address handle by number; the driver must look it up and check that it belongs to
+    /// the QP's PD (and ideally the same ucontext).
+    Ah(u32),
+    /// An embedded, validated address vector (legacy providers).
+    Av(ValidAv),
+}
+
+/// The UD part of a UD send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UdDest {
+    /// Destination QP.
+    pub remote_qpn: Qpn,
+    /// Destination Q_Key.
+    pub remote_qkey: u32,
+    /// P_Key index (ignored by rxe, which always sends the default P_Key).
+    pub pkey_index: u16,
+    /// Address.
+    pub address: UdAddress,
+}
+
+/// Operation-specific contents of a validated send WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOp {
+    /// SEND, SEND with immediate, SEND with invalidate.
+    Send {
+        /// Immediate data (host value of the big-endian field), for SEND with immediate.
+        imm: Option<u32>,
+        /// Rkey to invalidate at the responder, for SEND with invalidate.
+        invalidate_rkey: Option<u32>,
+        /// Destination of a UD send; `None` on connected QPs.
+        ud: Option<UdDest>,
+    },
+    /// RDMA WRITE (with immediate).
+    Write {
+        /// Target.
+        remote: Remote,
+        /// Immediate data, for WRITE with immediate.
+        imm: Option<u32>,
+    },
+    /// RDMA READ into the SGE list.
+    Read {
+        /// Source.
+        remote: Remote,
+    },
+    /// Compare & swap; the original value lands in the SGE list.
+    CompareSwap {
+        /// Target (8-byte aligned).
+        remote: Remote,
+        /// Compare operand.
+        compare: u64,
+        /// Swap operand.
+        swap: u64,
+    },
+    /// Fetch & add; the original value lands in the SGE list.
+    FetchAdd {
+        /// Target (8-byte aligned).
+        remote: Remote,
+        /// Addend.
+        add: u64,
+    },
+    /// ATOMIC WRITE of 8 bytes.
+    AtomicWrite {
+        /// Target (8-byte aligned).
+        remote: Remote,
+        /// The operand, as the bytes to place on the wire.
+        value: [u8; 8],
+    },
+    /// FLUSH of `length` bytes.
+    Flush {
+        /// Target.
+        remote: Remote,
+        /// Placement type bits.
+        placement_type: u8,
+        /// Selectivity level.
+        level: u8,
+    },
+    /// Local invalidate.
+    LocalInv {
+        /// Rkey (MR or MW) to invalidate.
+        rkey: u32,
+    },
+    /// Memory window bind; the MW layer checks the keys, access and range.
+    BindMw(MwWrFields),
+}
+
+/// Local data of a validated send WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendData<'a> {
+    /// No local data (local operations, FLUSH, ATOMIC WRITE).
+    None,
+    /// Gather (SEND, WRITE) or scatter (READ, atomics) list.
+    Sges(SgeList<'a>),
+    /// Inline payload.
+    Inline(&'a [u8]),
+}
+
+/// A send WQE that passed [`validate_send_wqe`].
+///
+/// # Invariants
+///
+/// - the opcode is allowed on the QP type it was validated for;
+/// - `Sges(l)`: `l.len() <= max_sge`, `l` lies inside the slot's payload area, the sum of the
+///   SGE lengths does not overflow and equals [`Self::length`] (which is at most the maximum
+///   message size);
+/// - `Inline(d)`: `d.len() == length <= max_inline` and `d` lies inside the slot;
+/// - atomics have `length >= 8` and an 8-byte aligned remote address; ATOMIC WRITE has
+///   `length == 8`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendWqe<'a> {
+    wr_id: u64,
+    opcode: WrOpcode,
+    flags: SendFlags,
+    length: u32,
+    op: SendOp,
+    data: SendData<'a>,
+}
+
+impl<'a> SendWqe<'a> {
+    /// Returns the work request id.
+    pub fn wr_id(&self) -> u64 {
+        self.wr_id
+    }
+
+    /// Returns the opcode.
+    pub fn opcode(&self) -> WrOpcode {
+        self.opcode
+    }
+
+    /// Returns the send flags.
+    pub fn flags(&self) -> SendFlags {
+        self.flags
+    }
+
+    /// Returns the message length: local data, or the FLUSH length, 0 for local operations.
+    pub fn length(&self) -> u32 {
+        self.length
+    }
+
+    /// Returns the operation-specific contents.
+    pub fn op(&self) -> &SendOp {
+        &self.op
+    }
+
+    /// Returns the local data.
+    pub fn data(&self) -> SendData<'a> {
+        self.data
+    }
+
+    /// Returns `true` if a completion must be generated on success.
+    pub fn signaled(&self, sq_sig_all: bool) -> bool {
+        sq_sig_all || self.flags.contains(SendFlags::SIGNALED)
+    }
+}
+
+/// Validates a send WQE copied out of a user-owned SQ slot (`slot` is the whole element).
+///
+/// Only `wr` (`wr_id`, `opcode`, `send_flags`, `ex`, the union member of the opcode),
+/// `dma.length`, `dma.num_sge` and the payload area are read. `status`, `state`, `iova`,
+/// `mask`, the PSNs, `ack_length`, `ssn`, `has_rd_atomic`, `dma.resid`, `dma.cur_sge` and
+/// `dma.sge_offset` are kernel scratch or provider noise and are ignored; the remote address
+/// comes from the union, not from `iova` (upstream uses `iova` on the first attempt and the
+/// union on a retry).
+///
+/// Compared with upstream rxe, this rejects: opcodes outside the effective QP-type matrix
+/// (upstream indexes `rxe_wr_opcode_info[]` with an unbounded user opcode and executes
+/// `IB_WR_REG_MR` from user WQEs); inline data longer than `max_inline` or the slot (upstream
+/// copies `dma.resid` bytes from `inline_data[dma.sge_offset]`, both user-controlled, out of
+/// the vmalloc buffer onto the wire); ATOMIC WRITE lengths other than 8 (upstream copies up to
+/// an MTU from the 8-byte operand); atomics shorter than 8 bytes or misaligned; `dma.length`
+/// inconsistent with the SGE list (upstream trusts it); bad FLUSH type/level; QPNs wider than
+/// 24 bits; invalid embedded AVs (upstream uses them unchecked and in place).
+pub fn validate_send_wqe<'a>(slot: &'a [u8], p: &SendQueueParams) -> Result<SendWqe<'a>, WqeError> {
+    let hdr = RxeSendWqe::new(slot).ok_or(WqeError::SlotTooShort)?;
+    let data_area = slot.get(SEND_WQE_DATA_OFFSET..).unwrap_or(&[]);
+    let wr = hdr.wr();
+    let dma = hdr.dma();
+    let opcode = WrOpcode::from_raw(wr.opcode).ok_or(WqeError::BadOpcode(wr.opcode))?;
+    if !opcode.allowed_on(p.qp_type) {
+        return Err(WqeError::OpcodeNotAllowed(opcode));
+    }
+    let flags = SendFlags(wr.send_flags);
+    let inline = flags.contains(SendFlags::INLINE);
+    if inline && !opcode.inline_allowed() {
+        return Err(WqeError::InlineNotAllowed);
+    }
+    // Upstream checks this for every opcode, inline or not; librxe never violates it.
+    if dma.num_sge > p.max_sge {
+        return Err(WqeError::TooManySge {
+            num_sge: dma.num_sge,
+            max_sge: p.max_sge,
+        });
+    }
+
+    let (data, length) = if inline {
+        // librxe sets num_sge to the caller's count even for inline data; only the length
+        // describes the payload.
+        if dma.length > p.max_inline {
+            return Err(WqeError::InlineTooLong(dma.length));
+        }
+        let end = usize::try_from(dma.length).map_err(|_| WqeError::InlineOutsideSlot)?;
+        let bytes = data_area.get(..end).ok_or(WqeError::InlineOutsideSlot)?;
+        (SendData::Inline(bytes), dma.length)
+    } else if opcode.has_local_data() {
+        let sges = sge_list(data_area, dma.num_sge, p.max_sge)?;
+        let len = sge_length(&sges, dma.length, p.length_check, p.max_msg_size)?;
+        (SendData::Sges(sges), len)
+    } else {
+        (SendData::None, 0)
+    };
+
+    let ex = wr.ex;
+    let imm_value = u32::from_be_bytes(ex.to_le_bytes());
+    let op = match opcode {
+        WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv => SendOp::Send {
+            imm: opcode.has_imm().then_some(imm_value),
+            invalidate_rkey: opcode.has_invalidate().then_some(ex),
+            ud: if p.qp_type == QpType::Ud {
+                Some(ud_dest(&wr.ud(), p)?)
+            } else {
+                None
+            },
+        },
+        WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm => SendOp::Write {
+            remote: rdma_remote(&wr.rdma()),
+            imm: opcode.has_imm().then_some(imm_value),
+        },
+        WrOpcode::RdmaRead => SendOp::Read {
+            remote: rdma_remote(&wr.rdma()),
+        },
+        WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd => {
+            let a = wr.atomic();
+            if length < 8 {
+                return Err(WqeError::AtomicLength(length));
+            }
+            if a.remote_addr & 7 != 0 {
+                return Err(WqeError::AtomicMisaligned(a.remote_addr));
+            }
+            let remote = Remote {
+                addr: a.remote_addr,
+                rkey: a.rkey,
+            };
+            if opcode == WrOpcode::AtomicCmpAndSwp {
+                SendOp::CompareSwap {
+                    remote,
+                    compare: a.compare_add,
+                    swap: a.swap,
+                }
+            } else {
+                SendOp::FetchAdd {
+                    remote,
+                    add: a.compare_add,
+                }
+            }
+        }
+        WrOpcode::AtomicWrite => {
+            let remote = rdma_remote(&wr.rdma());
+            if dma.length != 8 {
+                return Err(WqeError::AtomicWriteLength(dma.length));
+            }
+            if remote.addr & 7 != 0 {
+                return Err(WqeError::AtomicMisaligned(remote.addr));
+            }
+            let value = *chunk::<8>(data_area, 0).ok_or(WqeError::SlotTooShort)?;
+            return Ok(SendWqe {
+                wr_id: wr.wr_id,
+                opcode,
+                flags,
+                length: 8,
+                op: SendOp::AtomicWrite { remote, value },
+                data: SendData::None,
+            });
+        }
+        WrOpcode::Flush => {
+            let f = wr.flush();
+            let type_ok =
+                f.placement_type != 0 && f.placement_type & !(FLUSH_GLOBAL | FLUSH_PERSISTENT) == 0;
+            if !type_ok || f.level > FLUSH_MR {
+                return Err(WqeError::BadFlush {
+                    placement_type: f.placement_type,
+                    level: f.level,
+                });
+            }
+            // Upstream puts dma.length (set by librxe to the flush length) in the RETH.
+            if dma.length > p.max_msg_size {
+                return Err(WqeError::MessageTooLong(dma.length));
+            }
+            return Ok(SendWqe {
+                wr_id: wr.wr_id,
+                opcode,
+                flags,
+                length: dma.length,
+                op: SendOp::Flush {
+                    remote: Remote {
+                        addr: f.remote_addr,
+                        rkey: f.rkey,
+                    },
+                    placement_type: f.placement_type,
+                    level: f.level,
+                },
+                data: SendData::None,
+            });
+        }
+        WrOpcode::LocalInv => SendOp::LocalInv { rkey: ex },
+        WrOpcode::BindMw => SendOp::BindMw(wr.mw()),
+    };
+    Ok(SendWqe {
+        wr_id: wr.wr_id,
+        opcode,
+        flags,
+        length,
+        op,
+        data,
+    })
+}
+
+fn rdma_remote(r: &RdmaWrFields) -> Remote {
+    Remote {
+        addr: r.remote_addr,
+        rkey: r.rkey,
+    }
+}
+
+fn ud_dest(ud: &UdWrFields, p: &SendQueueParams) -> Result<UdDest, WqeError> {
+    let remote_qpn = Qpn::try_new(ud.remote_qpn).ok_or(WqeError::BadRemoteQpn(ud.remote_qpn))?;
+    let address = if ud.ah_num != 0 {
+        UdAddress::Ah(ud.ah_num)
+    } else if p.allow_embedded_av {
+        UdAddress::Av(validate_av(&ud.av, p.gid_table_len).map_err(WqeError::BadAv)?)
+    } else {
+        return Err(WqeError::MissingAh);
+    };
+    Ok(UdDest {
+        remote_qpn,
+        remote_qkey: ud.remote_qkey,
+        pkey_index: ud.pkey_index,
+        address,
+    })
+}
+
+/// Receive queue or SRQ parameters for [`validate_recv_wqe`], from private state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvQueueParams {
+    /// The queue's `max_sge` (RQ: reported `max_recv_sge`; SRQ: its `max_sge`).
+    pub max_sge: u32,
+    /// Largest message length (normally [`MAX_MSG_SIZE`](super::MAX_MSG_SIZE)).
+    pub max_msg_size: u32,
+    /// Relation of `dma.length` and the SGE list.
+    pub length_check: LengthCheck,
+}
+
+/// A receive WQE that passed [`validate_recv_wqe`].
+///
+/// # Invariants
+///
+/// `sges.len() <= max_sge`, the list lies inside the slot, and the sum of its lengths equals
+/// `length` without overflow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvWqe<'a> {
+    wr_id: u64,
+    length: u32,
+    sges: SgeList<'a>,
+}
+
+impl<'a> RecvWqe<'a> {
+    /// Returns the work request id.
+    pub fn wr_id(&self) -> u64 {
+        self.wr_id
+    }
+
+    /// Returns the buffer length (sum of the SGE lengths).
+    pub fn length(&self) -> u32 {
+        self.length
+    }
+
+    /// Returns the scatter list.
+    pub fn sges(&self) -> SgeList<'a> {
+        self.sges
+    }
+}
+
+/// Validates a receive WQE copied out of a user-owned RQ or SRQ slot.
+///
+/// Upstream checks `num_sge` only, copies `40 + 16 * num_sge` bytes and then trusts
+/// `dma.length`/`dma.resid` (the responder's length check and `byte_len` use them). librxe
+/// writes `dma.length = Σ sge.length` summed in a signed `int`.
+pub fn validate_recv_wqe<'a>(slot: &'a [u8], p: &RecvQueueParams) -> Result<RecvWqe<'a>, WqeError> {
+    let hdr = RxeRecvWqe::new(slot).ok_or(WqeError::SlotTooShort)?;
+    let dma = hdr.dma();
+    let data_area = slot.get(RECV_WQE_DATA_OFFSET..).unwrap_or(&[]);
+    let sges = sge_list(data_area, dma.num_sge, p.max_sge)?;
+    let length = sge_length(&sges, dma.length, p.length_check, p.max_msg_size)?;
+    Ok(RecvWqe {
+        wr_id: hdr.wr_id(),
+        length,
+        sges,
+    })
+}

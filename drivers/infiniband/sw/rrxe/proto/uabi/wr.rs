@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work-request opcodes and flags of user send WQEs ([`WrOpcode`], [`SendFlags`], the FLUSH
+//! placement types and levels) and the largest message size rxe reports ([`MAX_MSG_SIZE`]).
+
+use super::super::opcode::{Op, Opcode, Position, QpType, OPCODE_TABLE};
+use super::wc::WcOpcode;
+
+/// A work-request opcode accepted from a user send WQE (`IB_UVERBS_WR_*` = `IBV_WR_*` =
+/// `IB_WR_*`).
+///
+/// Not representable, hence always rejected: `IB_WR_LSO`/TSO (10), `RDMA_READ_WITH_INV` (11,
+/// which upstream lists for RC but cannot turn into a packet), the masked atomics (12, 13),
+/// and the kernel-only [`Self::KERNEL_REG_MR`] and `IB_WR_RESERVED*` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum WrOpcode {
+    /// RDMA WRITE.
+    RdmaWrite = 0,
+    /// RDMA WRITE with immediate.
+    RdmaWriteWithImm = 1,
+    /// SEND.
+    Send = 2,
+    /// SEND with immediate.
+    SendWithImm = 3,
+    /// RDMA READ.
+    RdmaRead = 4,
+    /// Atomic compare & swap.
+    AtomicCmpAndSwp = 5,
+    /// Atomic fetch & add.
+    AtomicFetchAndAdd = 6,
+    /// Local invalidate (local operation).
+    LocalInv = 7,
+    /// Memory window bind (local operation).
+    BindMw = 8,
+    /// SEND with invalidate.
+    SendWithInv = 9,
+    /// FLUSH (rdma-core 45 and later).
+    Flush = 14,
+    /// ATOMIC WRITE.
+    AtomicWrite = 15,
+}
+
+impl WrOpcode {
+    /// `IB_WR_REG_MR`: kernel-only. Upstream accepts it from user WQEs and then dereferences a
+    /// `struct ib_mr *` read from the user-writable slot (`rxe_reg_fast_mr()`).
+    pub const KERNEL_REG_MR: u32 = 0x20;
+
+    /// Every accepted opcode.
+    pub const ALL: [Self; 12] = [
+        Self::RdmaWrite,
+        Self::RdmaWriteWithImm,
+        Self::Send,
+        Self::SendWithImm,
+        Self::RdmaRead,
+        Self::AtomicCmpAndSwp,
+        Self::AtomicFetchAndAdd,
+        Self::LocalInv,
+        Self::BindMw,
+        Self::SendWithInv,
+        Self::Flush,
+        Self::AtomicWrite,
+    ];
+
+    /// Decodes a raw opcode, or `None` for anything a user WQE may not carry.
+    pub const fn from_raw(raw: u32) -> Option<Self> {
+        Some(match raw {
+            0 => Self::RdmaWrite,
+            1 => Self::RdmaWriteWithImm,
+            2 => Self::Send,
+            3 => Self::SendWithImm,
+            4 => Self::RdmaRead,
+            5 => Self::AtomicCmpAndSwp,
+            6 => Self::AtomicFetchAndAdd,
+            7 => Self::LocalInv,
+            8 => Self::BindMw,
+            9 => Self::SendWithInv,
+            14 => Self::Flush,
+            15 => Self::AtomicWrite,
+            _ => return None,
+        })
+    }
+
+    /// Returns the raw value.
+    pub const fn raw(self) -> u32 {
+        self as u32
+    }
+
+    /// Returns the packet operation, or `None` for the local operations.
+    pub const fn packet_op(self) -> Option<Op> {
+        Some(match self {
+            Self::RdmaWrite | Self::RdmaWriteWithImm => Op::Write,
+            Self::Send | Self::SendWithImm | Self::SendWithInv => Op::Send,
+            Self::RdmaRead => Op::ReadRequest,
+            Self::AtomicCmpAndSwp => Op::CompareSwap,
+            Self::AtomicFetchAndAdd => Op::FetchAdd,
+            Self::Flush => Op::Flush,
+            Self::AtomicWrite => Op::AtomicWrite,
+            Self::LocalInv | Self::BindMw => return None,
+        })
+    }
+
+    /// Returns `true` if the last packet carries immediate data.
+    pub const fn has_imm(self) -> bool {
+        matches!(self, Self::RdmaWriteWithImm | Self::SendWithImm)
+    }
+
+    /// Returns `true` if the last packet carries an rkey to invalidate.
+    pub const fn has_invalidate(self) -> bool {
+        matches!(self, Self::SendWithInv)
+    }
+
+    /// Returns `true` if `IB_SEND_INLINE` is meaningful (upstream `WR_INLINE_MASK`).
+    pub const fn inline_allowed(self) -> bool {
+        matches!(
+            self,
+            Self::RdmaWrite
+                | Self::RdmaWriteWithImm
+                | Self::Send
+                | Self::SendWithImm
+                | Self::SendWithInv
+        )
+    }
+
+    /// Returns `true` if the local payload is described by SGEs (or inline data).
+    pub const fn has_local_data(self) -> bool {
+        matches!(
+            self,
+            Self::RdmaWrite
+                | Self::RdmaWriteWithImm
+                | Self::Send
+                | Self::SendWithImm
+                | Self::SendWithInv
+                | Self::RdmaRead
+                | Self::AtomicCmpAndSwp
+                | Self::AtomicFetchAndAdd
+        )
+    }
+
+    /// Returns the packet opcode for a packet at `position` of this work request on a `qp`
+    /// QP, looked up in the opcode table, or `None` if there is no such packet.
+    ///
+    /// Immediate data and IETH travel on the last (or only) packet only, as in
+    /// `next_opcode_rc()`/`next_opcode_uc()`.
+    pub fn packet_opcode(self, qp: QpType, position: Position) -> Option<Opcode> {
+        let op = self.packet_op()?;
+        let last = matches!(position, Position::Last | Position::Only);
+        let imm = last && self.has_imm();
+        let inv = last && self.has_invalidate();
+        OPCODE_TABLE
+            .iter()
+            .find(|r| {
+                r.supported()
+                    && r.allowed_on(qp)
+                    && r.op == op
+                    && r.position == position
+                    && r.immediate() == imm
+                    && r.invalidate() == inv
+            })
+            .map(|r| r.opcode)
+    }
+
+    /// Returns the opcode of the first packet: `Only` if the message fits in one packet,
+    /// `First` otherwise (UD messages are always `Only`).
+    pub fn first_packet_opcode(self, qp: QpType, fits: bool) -> Option<Opcode> {
+        let position = if fits || qp == QpType::Ud {
+            Position::Only
+        } else {
+            Position::First
+        };
+        self.packet_opcode(qp, position)
+    }
+
+    /// Returns `true` if a `qp` QP may post this opcode.
+    ///
+    /// This is the effective matrix of upstream rxe (`rxe_wr_opcode_info[]` combined with
+    /// `next_opcode()`): RC all opcodes; UC WRITE, WRITE_IMM, SEND, SEND_IMM, BIND_MW; UD SEND,
+    /// SEND_IMM; RD nothing. (Upstream's table lists SEND_WITH_INV for UC and UD, but no such
+    /// packet exists, so it fails in the requester with `IB_WC_LOC_QP_OP_ERR`.)
+    pub fn allowed_on(self, qp: QpType) -> bool {
+        match self {
+            Self::LocalInv => qp == QpType::Rc,
+            Self::BindMw => matches!(qp, QpType::Rc | QpType::Uc),
+            _ => self.packet_opcode(qp, Position::Only).is_some(),
+        }
+    }
+
+    /// Returns the completion opcode of a successful send completion (`wr_to_wc_opcode()`).
+    pub const fn wc_opcode(self) -> WcOpcode {
+        match self {
+            Self::RdmaWrite | Self::RdmaWriteWithImm => WcOpcode::RdmaWrite,
+            Self::Send | Self::SendWithImm | Self::SendWithInv => WcOpcode::Send,
+            Self::RdmaRead => WcOpcode::RdmaRead,
+            Self::AtomicCmpAndSwp => WcOpcode::CompSwap,
+            Self::AtomicFetchAndAdd => WcOpcode::FetchAdd,
+            Self::LocalInv => WcOpcode::LocalInv,
+            Self::BindMw => WcOpcode::BindMw,
+            Self::Flush => WcOpcode::Flush,
+            Self::AtomicWrite => WcOpcode::AtomicWrite,
+        }
+    }
+}
+
+/// `IB_SEND_*` flags of a send WQE (unknown bits are kept and ignored, as upstream).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SendFlags(pub u32);
+
+impl SendFlags {
+    /// `IB_SEND_FENCE`.
+    pub const FENCE: u32 = 1;
+    /// `IB_SEND_SIGNALED`.
+    pub const SIGNALED: u32 = 1 << 1;
+    /// `IB_SEND_SOLICITED`.
+    pub const SOLICITED: u32 = 1 << 2;
+    /// `IB_SEND_INLINE`.
+    pub const INLINE: u32 = 1 << 3;
+    /// `IB_SEND_IP_CSUM`.
+    pub const IP_CSUM: u32 = 1 << 4;
+
+    /// Returns `true` if every bit of `bits` is set.
+    pub const fn contains(self, bits: u32) -> bool {
+        self.0 & bits == bits
+    }
+}
+
+/// `IB_FLUSH_GLOBAL`.
+pub const FLUSH_GLOBAL: u8 = 1;
+/// `IB_FLUSH_PERSISTENT`.
+pub const FLUSH_PERSISTENT: u8 = 2;
+/// `IB_FLUSH_RANGE`.
+pub const FLUSH_RANGE: u8 = 0;
+/// `IB_FLUSH_MR`.
+pub const FLUSH_MR: u8 = 1;
+
+/// `RXE_PORT_MAX_MSG_SZ`: the largest message rxe reports (`max_msg_sz`).
+pub const MAX_MSG_SIZE: u32 = 1 << 31;

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The operations of an RDMA driver.
+//!
+//! [`Driver`] is the `#[vtable]` trait a driver implements: its per-object data types, its
+//! identity, and the device, port, user context, protection domain, completion queue, queue
+//! pair, memory region, address handle and work request operations that the RDMA core calls
+//! through the `struct ib_device_ops` table built in the `vtable` module. Operations with a
+//! default body are optional: their entries in that table are only set when the driver
+//! implements them.
+
+use super::{
+    Device, DeviceAttrs, DriverId, LinkLayer, PortAttrs, PortImmutable, PortNum, StatDesc, UData,
+};
+use crate::{
+    prelude::*,
+    rdma::{
+        ah::{Ah, AhInit},
+        cq::{Cq, CqInit, NotifyFlags},
+        mr::{Mr, MrKeys, UserMrReq},
+        pd::Pd,
+        qp::{Qp, QpAttrs, QpCaps, QpInit},
+        wr::{RecvWr, SendWr, Wc},
+    },
+};
+
+/// The operations of an RDMA driver, called by the RDMA core (`struct ib_device_ops`).
+///
+/// Operations are only called while the device is registered, so [`Device::data`] is
+/// available in all of them.
+#[vtable]
+pub trait Driver: Sized + Send + Sync + 'static {
+    /// Driver data of each device, dropped when the core deallocates the device.
+    type Data: Send + Sync;
+
+    /// Driver data of each user context.
+    type UContext: Send + Sync;
+
+    /// Driver data of each protection domain.
+    type Pd: Send + Sync;
+
+    /// Driver data of each completion queue.
+    type Cq: Send + Sync;
+
+    /// Driver data of each queue pair.
+    type Qp: Send + Sync;
+
+    /// Driver data of each address handle.
+    type Ah: Send + Sync;
+
+    /// Driver data of each memory region.
+    type Mr: Send + Sync;
+
+    /// The driver id reported to userspace.
+    const DRIVER_ID: DriverId;
+
+    /// The driver's user ABI version (`uverbs_abi_ver`).
+    const UVERBS_ABI_VER: u32;
+
+    /// The port counters [`Driver::hw_stats`] reports, in its order.
+    const HW_STATS: &'static [StatDesc] = &[];
+
+    /// Reads the port counters described by [`Driver::HW_STATS`] into `values`.
+    fn hw_stats(_dev: &Device<Self>, _port: PortNum, _values: &mut [u64]) {}
+
+    /// Returns the device attributes.
+    ///
+    /// `udata` is present when userspace asked, with any driver-specific payload.
+    fn query_device(dev: &Device<Self>, udata: Option<&UData>) -> Result<DeviceAttrs>;
+
+    /// Returns the attributes of a port.
+    fn query_port(dev: &Device<Self>, port: PortNum) -> Result<PortAttrs>;
+
+    /// Returns the immutable properties of a port; called once during registration.
+    fn port_immutable(dev: &Device<Self>, port: PortNum) -> Result<PortImmutable>;
+
+    /// Returns the link layer of a port.
+    fn link_layer(dev: &Device<Self>, port: PortNum) -> LinkLayer;
+
+    /// Returns the partition key at `index` of a port's table.
+    fn query_pkey(dev: &Device<Self>, port: PortNum, index: u16) -> Result<u16>;
+
+    /// Initialises the driver data of a new user context.
+    fn alloc_ucontext(
+        dev: &Device<Self>,
+        udata: Option<&UData>,
+    ) -> impl PinInit<Self::UContext, Error>;
+
+    /// Initialises the driver data of a new protection domain.
+    fn alloc_pd(dev: &Device<Self>, udata: Option<&UData>) -> impl PinInit<Self::Pd, Error>;
+
+    /// Prepares a new completion queue (allocations, the udata response) and returns the
+    /// initialiser of its driver data.
+    fn create_cq(
+        dev: &Device<Self>,
+        init: &CqInit<'_, Self>,
+    ) -> Result<impl PinInit<Self::Cq, Error>>;
+
+    /// Prepares the destruction of a completion queue; on success its data is dropped next.
+    fn destroy_cq(cq: &Cq<Self>) -> Result;
+
+    /// Arms the completion event of a completion queue; returns `true` if `flags` asked to
+    /// report missed events and completions are already queued.
+    ///
+    /// # Context
+    ///
+    /// May be called in atomic context.
+    fn req_notify_cq(cq: &Cq<Self>, flags: NotifyFlags) -> Result<bool>;
+
+    /// Resizes a user completion queue to at least `cqe` entries.
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: Option<&UData>) -> Result;
+
+    /// Prepares a new queue pair (checks, queues, QP number, the udata response) and returns
+    /// the initialiser of its driver data.
+    fn create_qp(
+        dev: &Device<Self>,
+        pd: &Pd<Self>,
+        init: &QpInit<'_, Self>,
+    ) -> Result<impl PinInit<Self::Qp, Error>>;
+
+    /// Applies the attributes of `attrs.mask` (state transitions included).
+    fn modify_qp(qp: &Qp<Self>, attrs: &QpAttrs, udata: Option<&UData>) -> Result;
+
+    /// Returns the current attributes, the capabilities and whether all send WQEs are
+    /// signalled.
+    fn query_qp(qp: &Qp<Self>) -> Result<(QpAttrs, QpCaps, bool)>;
+
+    /// Prepares the destruction of a queue pair; on success its data is dropped next.
+    fn destroy_qp(qp: &Qp<Self>) -> Result;
+
+    /// Registers user memory; returns the region's keys and the initialiser of its data.
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        req: &UserMrReq,
+        udata: Option<&UData>,
+    ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+
+    /// Creates the DMA memory region of a kernel consumer's PD (`ib_get_dma_mr`): all of
+    /// kernel memory through DMA addresses, with `access` rights; returns its keys and the
+    /// initialiser of its data.
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+
+    /// Prepares the deregistration of a memory region; on success its data is dropped next.
+    fn dereg_mr(mr: &Mr<Self>) -> Result;
+
+    /// Prepares a new address handle (kernel or user) and returns the initialiser of its
+    /// driver data.
+    ///
+    /// # Context
+    ///
+    /// May be atomic unless `init.sleepable`.
+    fn create_ah(dev: &Device<Self>, init: &AhInit<'_>) -> Result<impl PinInit<Self::Ah, Error>>;
+
+    /// Destroys an address handle; its driver data is dropped afterwards.
+    fn destroy_ah(ah: &Ah<Self>) -> Result;
+
+    /// The send doorbell: new WQEs are in the queue pair's send queue (put there by the user
+    /// provider, or by [`Driver::post_send_wr`] for a kernel consumer).
+    ///
+    /// # Context
+    ///
+    /// Process context of the posting thread, or any context but hard interrupts for a
+    /// kernel consumer.
+    fn send_doorbell(qp: &Qp<Self>) -> Result;
+
+    /// Queues one send work request of a kernel consumer; [`Driver::send_doorbell`] follows
+    /// the chain.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    fn post_send_wr(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result;
+
+    /// Posts one receive work request of a kernel consumer.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    fn post_recv_wr(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result;
+
+    /// Takes the oldest completion of a kernel consumer's completion queue.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    fn poll_cq(cq: &Cq<Self>) -> Option<Wc>;
+}
