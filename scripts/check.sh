@@ -148,7 +148,7 @@ guest_test() {
 				continue
 			fi
 			case "$res" in
-			ok) if [[ $t == core_* ]]; then CORE=$((CORE + 1)); echo "PASS (ib_core, not counted): $name/$g: $t"; else pass "$name/$g: $t"; fi ;;
+			ok) if [[ $t == core_* ]]; then CORE=$((CORE + 1)); echo "PASS (ib_core, not counted): $name/$g: $t"; else pass "$name/$g: $t${rest:+ $rest}"; fi ;;
 			SKIP*) skip "$name/$g: $t $rest" ;;
 			*) fail "$name/$g: $t $res $rest" ;;
 			esac
@@ -199,6 +199,8 @@ grep -ah "^RRXE-PERF" "$OUTDIR"/pingpong*/a.console 2>/dev/null || true
 guest_test loss 600 "$REPO/scripts/tests/loss.sh" "$REPO/scripts/tests/loss.sh"
 # RNR: retry exceeded (rnr_retry 1 and 0, NAK count) and a late receive (64 B, 64 KiB).
 guest_test rnr 300 "$REPO/scripts/tests/rnr.sh" "$REPO/scripts/tests/rnr.sh"
+# Large READs: paced responses, a responsive responder (issue 10).
+guest_test read-large 400 "$REPO/scripts/tests/read-large.sh" "$REPO/scripts/tests/read-large.sh"
 # SIGKILL with traffic in flight, then link del + rmmod, and rmmod with the device: no leak,
 # no warning.
 guest_test teardown 600 "$REPO/scripts/tests/teardown.sh" "$REPO/scripts/tests/teardown.sh"

@@ -4,6 +4,7 @@
 #include <linux/if_vlan.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
+#include <linux/scatterlist.h>
 #include <linux/skbuff.h>
 #include <net/dst.h>
 #include <net/udp_tunnel.h>
@@ -11,6 +12,11 @@
 #include <rdma/uverbs_ioctl.h>
 
 #ifdef CONFIG_RUST_RDMA_ABSTRACTIONS
+__rust_helper struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *piter)
+{
+	return sg_page_iter_page(piter);
+}
+
 __rust_helper void rust_helper_dev_hold(struct net_device *dev)
 {
 	dev_hold(dev);

@@ -31,12 +31,6 @@ for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat; do
 	# "for ever". The timeout is the environment's, not the protocol's.
 	opts=(-d "$DEV" -x "$GID" -F -n "$N" -p $port -u 18)
 	case $t in *_bw) [ $t = ib_atomic_bw ] || opts+=(-s 65536) ;; esac
-	# At most 4 READs outstanding (the default is max_qp_rd_atom, 128): the rrxe responder
-	# still builds a READ's whole response at once, and 128 x 64 KiB of it overflows the
-	# guest's transmit queue (1000 packets): rrxe drops the excess (send_errors) and the
-	# requester's retries run out (issue 10, "remote amplification"). Back to the default
-	# once responses are paced.
-	[ $t != ib_read_bw ] || opts+=(-o 4)
 	if [ "$RRXE_NAME" = a ]; then
 		# Listen for the client's verdict from the start (in the background, as nc needs).
 		hear $((port + 100)) $((2 * TMO + 30)) >/tmp/pf.client </dev/null &

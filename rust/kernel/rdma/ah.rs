@@ -6,6 +6,7 @@
 
 use super::{
     device::{Device, Driver, UData},
+    pd::Pd,
     qp::AhAttr,
 };
 use crate::{bindings, prelude::*, types::Opaque};
@@ -40,7 +41,9 @@ impl<T: Driver> Ah<T> {
 }
 
 /// Parameters of a new address handle.
-pub struct AhInit<'a> {
+pub struct AhInit<'a, T: Driver> {
+    /// The protection domain the address handle is created in.
+    pub pd: &'a Pd<T>,
     /// The address vector (the core resolved the destination MAC and the source GID).
     pub attr: AhAttr,
     /// The call may sleep (`RDMA_CREATE_AH_SLEEPABLE`); if not, allocate atomically.
@@ -64,15 +67,18 @@ pub(crate) unsafe fn create<T: Driver>(
     const {
         assert!(core::mem::offset_of!(Ah<T>, ib) == 0);
     }
-    // SAFETY: The core sets `device` first; `init` and its `ah_attr` are valid for the call.
-    let (dev, i, attr) = unsafe {
+    // SAFETY: The core sets `device` and `pd` first (`_rdma_create_ah()`), and the PD, of
+    // this driver, outlives the AH; `init` and its `ah_attr` are valid for the call.
+    let (dev, pd, i, attr) = unsafe {
         (
             Device::<T>::from_raw((*ah).device),
+            &*(*ah).pd.cast::<Pd<T>>(),
             &*init,
             AhAttr::from_raw(&*(*init).ah_attr),
         )
     };
     let ai = AhInit {
+        pd,
         attr,
         sleepable: i.flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0,
         // SAFETY: `udata` is null or valid for the call.

@@ -13,8 +13,9 @@ use super::{
     pd::Pd,
 };
 use crate::{
+    alloc::{flags::GFP_KERNEL_ACCOUNT, KVVec},
     bindings,
-    error::{from_err_ptr, to_result},
+    error::from_err_ptr,
     prelude::*,
     types::Opaque,
 };
@@ -36,15 +37,27 @@ pub mod access {
 
 /// User memory pinned for the device (`struct ib_umem`).
 ///
+/// The data path copies to and from it at any byte offset, one packet at a time, in
+/// softirq. Walking the umem's scatterlist from its start for each copy would cost time
+/// proportional to the region's size per packet; instead the pinned pages are listed once,
+/// at registration, in an array indexed by page number (as rdma_rxe's page list), and each
+/// copy maps just the pages it touches (`kmap_local_page`).
+///
 /// # Invariants
 ///
-/// `self.0` was returned by `ib_umem_get*()` and is released on drop.
-pub struct Umem(NonNull<bindings::ib_umem>);
+/// `umem` was returned by `ib_umem_get*()` and is released on drop. `pages` lists the pages
+/// its scatterlist describes, in order (they stay pinned while `umem` lives); the range
+/// starts `first` bytes into `pages[0]`.
+pub struct Umem {
+    umem: NonNull<bindings::ib_umem>,
+    pages: KVVec<NonNull<bindings::page>>,
+    first: usize,
+}
 
-// SAFETY: The pinned pages and their scatterlist are not tied to a thread; the core's copy
-// helpers may be used from any process context.
+// SAFETY: The pinned pages and their list are not tied to a thread; copies map pages
+// locally in whatever context they run.
 unsafe impl Send for Umem {}
-// SAFETY: `&self` methods only read the immutable description or copy out.
+// SAFETY: `&self` methods only read the immutable description or copy through it.
 unsafe impl Sync for Umem {}
 
 impl Umem {
@@ -60,14 +73,46 @@ impl Umem {
         let umem = from_err_ptr(unsafe {
             bindings::ib_umem_get_attr_or_va(dev.as_raw(), core::ptr::null(), 0, addr, len, access)
         })?;
-        // INVARIANT: A valid umem from `ib_umem_get*()`.
-        Ok(Self(NonNull::new(umem).ok_or(ENOMEM)?))
+        let umem = NonNull::new(umem).ok_or(ENOMEM)?;
+        // SAFETY: The umem is valid; `address` is immutable.
+        let first = unsafe { (*umem.as_ptr()).address } & (crate::page::PAGE_SIZE - 1);
+        // INVARIANT: A valid umem from `ib_umem_get*()`, released by `drop` if listing its
+        // pages fails below; `pages` is filled in before `this` is returned.
+        let mut this = Self {
+            umem,
+            pages: KVVec::new(),
+            first,
+        };
+        let npages = first
+            .checked_add(len)
+            .and_then(|n| n.checked_add(crate::page::PAGE_SIZE - 1))
+            .ok_or(EINVAL)?
+            / crate::page::PAGE_SIZE;
+        this.pages.reserve(npages, GFP_KERNEL_ACCOUNT)?;
+        let mut iter = core::mem::MaybeUninit::<bindings::sg_page_iter>::uninit();
+        // SAFETY: The umem is valid; its scatterlist describes the pinned pages, and the
+        // iterator is initialised by `__sg_page_iter_start` before it is used.
+        unsafe {
+            let sgt = &(*umem.as_ptr()).sgt_append.sgt;
+            bindings::__sg_page_iter_start(iter.as_mut_ptr(), sgt.sgl, sgt.orig_nents, 0);
+        }
+        // SAFETY: The iterator was started above and walks the umem's scatterlist.
+        while unsafe { bindings::__sg_page_iter_next(iter.as_mut_ptr()) } {
+            // SAFETY: The iterator stands on a page of the scatterlist.
+            let page = unsafe { bindings::sg_page_iter_page(iter.as_mut_ptr()) };
+            this.pages
+                .push(NonNull::new(page).ok_or(EINVAL)?, GFP_KERNEL_ACCOUNT)?;
+        }
+        if this.pages.len() < npages {
+            return Err(EINVAL);
+        }
+        Ok(this)
     }
 
     /// Length of the pinned range in bytes.
     pub fn len(&self) -> usize {
         // SAFETY: By the type invariant the umem is valid; `length` is immutable.
-        unsafe { (*self.0.as_ptr()).length }
+        unsafe { (*self.umem.as_ptr()).length }
     }
 
     /// Returns whether the range is empty.
@@ -75,60 +120,77 @@ impl Umem {
         self.len() == 0
     }
 
+    /// Calls `f(page address, bytes)` for each piece, within one page, of the `len` bytes at
+    /// byte offset `offset` of the range, the page mapped meanwhile; `EINVAL` if the range
+    /// does not hold them.
+    fn for_each_piece(
+        &self,
+        offset: usize,
+        len: usize,
+        mut f: impl FnMut(*mut u8, usize),
+    ) -> Result {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > self.len() {
+            return Err(EINVAL);
+        }
+        let mut pos = self.first.checked_add(offset).ok_or(EINVAL)?;
+        let mut left = len;
+        while left > 0 {
+            let in_page = pos % crate::page::PAGE_SIZE;
+            let n = (crate::page::PAGE_SIZE - in_page).min(left);
+            let page = *self.pages.get(pos / crate::page::PAGE_SIZE).ok_or(EINVAL)?;
+            // SAFETY: By the type invariant the page is pinned while `self` lives; the
+            // mapping is local to this thread and undone below, before anything else maps.
+            let va = unsafe { bindings::kmap_local_page(page.as_ptr()) }.cast::<u8>();
+            // SAFETY: `in_page + n <= PAGE_SIZE`: the piece lies in the mapped page.
+            f(unsafe { va.add(in_page) }, n);
+            // SAFETY: `va` was returned by `kmap_local_page` above, the latest mapping.
+            unsafe { bindings::kunmap_local(va.cast()) };
+            pos += n;
+            left -= n;
+        }
+        Ok(())
+    }
+
     /// Copies `out.len()` bytes at byte offset `offset` of the range into `out`.
     ///
     /// # Context
     ///
-    /// Any context but hard interrupts: the pages are mapped atomically.
+    /// Any context but hard interrupts: the pages are mapped locally.
     pub fn copy_from(&self, offset: usize, out: &mut [u8]) -> Result {
-        // SAFETY: The umem is valid and `out` is valid for writes of its length; the core
-        // checks the range against the umem.
-        to_result(unsafe {
-            bindings::ib_umem_copy_from(out.as_mut_ptr().cast(), self.0.as_ptr(), offset, out.len())
+        let mut done = 0;
+        let dst = out.as_mut_ptr();
+        self.for_each_piece(offset, out.len(), |src, n| {
+            // SAFETY: `src` is valid for `n` bytes (a mapped piece of a pinned page) and the
+            // pieces add up to `out.len()`, so `dst + done` is valid for `n` bytes; user
+            // memory and `out` do not overlap.
+            unsafe { core::ptr::copy_nonoverlapping(src, dst.add(done), n) };
+            done += n;
         })
     }
-}
 
-impl Umem {
     /// Copies `data` to byte offset `offset` of the range.
     ///
     /// # Context
     ///
-    /// Any context but hard interrupts: the pages are mapped atomically.
+    /// Any context but hard interrupts: the pages are mapped locally.
     pub fn copy_to(&self, offset: usize, data: &[u8]) -> Result {
-        let u = self.0.as_ptr();
-        let end = offset.checked_add(data.len()).ok_or(EINVAL)?;
-        if end > self.len() {
-            return Err(EINVAL);
-        }
-        // SAFETY: By the type invariant the umem is valid; `address` is immutable.
-        let first = unsafe { (*u).address } & (crate::page::PAGE_SIZE - 1);
-        let skip = isize::try_from(offset.wrapping_add(first)).map_err(|_| EINVAL)?;
-        // SAFETY: By the type invariant the umem is valid; its scatterlist describes the
-        // pinned pages, which start `first` bytes into the first page. The range was checked
-        // against the length above; `data` is valid for reads.
-        let copied = unsafe {
-            let sgt = &(*u).sgt_append.sgt;
-            bindings::sg_pcopy_from_buffer(
-                sgt.sgl,
-                sgt.orig_nents,
-                data.as_ptr().cast(),
-                data.len(),
-                skip,
-            )
-        };
-        if copied == data.len() {
-            Ok(())
-        } else {
-            Err(EINVAL)
-        }
+        let mut done = 0;
+        let src = data.as_ptr();
+        self.for_each_piece(offset, data.len(), |dst, n| {
+            // SAFETY: `dst` is valid for `n` bytes (a mapped piece of a pinned page) and the
+            // pieces add up to `data.len()`, so `src + done` is valid for `n` bytes; the
+            // buffers do not overlap.
+            unsafe { core::ptr::copy_nonoverlapping(src.add(done), dst, n) };
+            done += n;
+        })
     }
 }
 
 impl Drop for Umem {
     fn drop(&mut self) {
         // SAFETY: By the type invariant we own the umem.
-        unsafe { bindings::ib_umem_release(self.0.as_ptr()) };
+        unsafe { bindings::ib_umem_release(self.umem.as_ptr()) };
     }
 }
 

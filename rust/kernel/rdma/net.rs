@@ -373,6 +373,19 @@ impl PacketQueue {
         unsafe { bindings::skb_queue_tail(self.head.get(), skb) };
     }
 
+    /// Returns the number of packets queued (a snapshot: others may push or pop meanwhile).
+    pub fn len(&self) -> usize {
+        // SAFETY: The queue is initialised; `qlen` changes under the queue's lock, and a
+        // racy snapshot is what `skb_queue_len_lockless()` reads too (`READ_ONCE`).
+        let n = unsafe { core::ptr::read_volatile(&raw const (*self.head.get()).qlen) };
+        usize::try_from(n).unwrap_or(usize::MAX)
+    }
+
+    /// Returns `true` if no packet is queued (a snapshot, as [`Self::len`]).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Takes the oldest packet.
     pub fn pop(&self) -> Option<RxPacket> {
         // SAFETY: The queue is initialised; a buffer taken off it is ours.

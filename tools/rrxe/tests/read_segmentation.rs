@@ -383,6 +383,59 @@ fn duplicate_read_resumes_at_its_psn() {
     }
 }
 
+#[test]
+fn every_outstanding_read_is_remembered_for_its_duplicate() {
+    // A requester may have max_dest_rd_atomic READs outstanding (the driver's QPs: 128, the
+    // device's max_qp_rd_atom): a duplicate of the oldest, after all of them, is still
+    // answered; with one more READ, the oldest is forgotten (its duplicate is dropped).
+    const N: usize = 128;
+    let (mtu, m) = (PathMtu::MTU_1024, 1024);
+    let mut rsp: Responder<N> = Responder::with_resources(ResponderConfig {
+        rq_psn: Psn::new(100),
+        mtu,
+        min_rnr_timer: RnrTimer::new(1).unwrap(),
+        remote_write: false,
+        remote_read: true,
+        remote_atomic: false,
+        max_dest_rd_atomic: N as u32,
+    });
+    let mut psn = Psn::new(100);
+    let mut reads = Vec::new();
+    for k in 0..=N as u64 {
+        let rd = rsp
+            .on_request(&request(&read_request(psn, VA + k * 65536, 2 * m)), None)
+            .read
+            .expect("READ accepted");
+        reads.push(rd);
+        psn = psn.wrapping_add(rd.packets(mtu));
+        if k == N as u64 - 1 {
+            // All N outstanding: the first is replayed.
+            let first = reads[0];
+            let dup = rsp.on_request(
+                &request(&read_request(first.psn, first.va, first.len)),
+                None,
+            );
+            assert_eq!(
+                dup.read,
+                Some(first),
+                "the oldest of {N} READs is remembered"
+            );
+        }
+    }
+    let first = reads[0];
+    let dup = rsp.on_request(
+        &request(&read_request(first.psn, first.va, first.len)),
+        None,
+    );
+    assert_eq!(dup.read, None, "beyond {N}, the oldest is forgotten");
+    let second = reads[1];
+    let dup = rsp.on_request(
+        &request(&read_request(second.psn, second.va, second.len)),
+        None,
+    );
+    assert_eq!(dup.read, Some(second));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 

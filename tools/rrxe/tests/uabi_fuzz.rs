@@ -222,6 +222,10 @@ fn check_send(slot: &[u8], p: &SendQueueParams) -> Result<(), TestCaseError> {
     let Ok(v) = validate_send_wqe(slot, p) else {
         return Ok(());
     };
+    // Detached and attached again to the same bytes, it is the WQE validation gave (the
+    // engine keeps it so beside its private copy instead of validating per packet).
+    prop_assert_eq!(v.detach().attach(slot), Some(v));
+    prop_assert_eq!(v.detach().wr_id(), v.wr_id());
     let hdr = RxeSendWqe::new(slot).unwrap().fields();
     prop_assert_eq!(WrOpcode::from_raw(hdr.wr.opcode), Some(v.opcode()));
     prop_assert!(v.opcode().allowed_on(p.qp_type));

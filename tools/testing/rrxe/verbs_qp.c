@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #include "rrxe_test.h"
@@ -58,6 +59,70 @@ static int to_rts(struct ibv_qp *qp)
 
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/*
+ * One UD SEND, from a QP of protection domain QP_PD to its own QP number through an address
+ * handle of AH_PD on the device's own GID (loopback); returns the send's completion status,
+ * or -1 if it could not be set up or did not complete.
+ */
+static int ud_send_status(struct ibv_context *ctx, struct ibv_pd *qp_pd, struct ibv_pd *ah_pd,
+			  union ibv_gid *gid, int gid_index)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_qp *qp = NULL;
+	struct ibv_ah *ah = NULL;
+	struct ibv_mr *mr = NULL;
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+				  .grh = { .dgid = *gid, .sgid_index = gid_index, .hop_limit = 64 } };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+				 .qkey = 0x1234 };
+	static char buf[64];
+	int st = -1;
+
+	if (cq)
+		qp = make_qp(qp_pd, cq, IBV_QPT_UD, 4, 1, 0);
+	ah = ibv_create_ah(ah_pd, &aa);
+	mr = ibv_reg_mr(qp_pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!qp || !ah || !mr ||
+	    ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		goto out;
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		goto out;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		goto out;
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 16, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qp->qp_num;
+	wr.wr.ud.remote_qkey = 0x1234;
+	if (ibv_post_send(qp, &wr, &bad))
+		goto out;
+	for (int i = 0; i < 5000; i++) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(cq, 1, &wc);
+
+		if (n) {
+			st = n < 0 ? -1 : (int)wc.status;
+			break;
+		}
+		usleep(1000);
+	}
+out:
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (ah)
+		ibv_destroy_ah(ah);
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
+	return st;
 }
 
 static int set_state(struct ibv_qp *qp, enum ibv_qp_state s)
@@ -148,6 +213,52 @@ int main(int argc, char **argv)
 				IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0, "dest QPN 2^24");
 		ibv_destroy_qp(qp);
 	}
+
+	/*
+	 * The transition is decided from the QP's real state: naming another current state
+	 * (IBV_QP_CUR_STATE) is refused, and a true one accepted. The core's table alone would
+	 * take RESET->RTS here as RTR->RTS.
+	 */
+	qp = make_qp(pd, cq, IBV_QPT_RC, 8, 1, 0);
+	if (qp) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .cur_qp_state = IBV_QPS_RTR,
+					 .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+					 .sq_psn = 0, .max_rd_atomic = 1 };
+		int mask = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+
+		check("qp_false_cur_state_rejected", ibv_modify_qp(qp, &a, mask) != 0 &&
+		      !ibv_query_qp(qp, &qa, IBV_QP_STATE, &qia) && qa.qp_state == IBV_QPS_RESET,
+		      "RESET->RTS named as RTR->RTS");
+		/* The spec allows naming the current state on RTS->RTS (among others). */
+		struct ibv_qp_attr r = { .qp_state = IBV_QPS_RTS, .cur_qp_state = IBV_QPS_RTS };
+
+		check("qp_true_cur_state_accepted", !to_init(qp) &&
+		      !to_rtr(qp, &gid, gid_index, IBV_MTU_1024, qp->qp_num) && !to_rts(qp) &&
+		      !ibv_modify_qp(qp, &r, IBV_QP_STATE | IBV_QP_CUR_STATE),
+		      "RTS->RTS named as RTS->RTS");
+		ibv_destroy_qp(qp);
+	} else {
+		check("qp_false_cur_state_rejected", 0, "ibv_create_qp");
+		check("qp_true_cur_state_accepted", 0, "ibv_create_qp");
+	}
+
+	/*
+	 * A UD QP sends only through the address handles of its own protection domain: an AH
+	 * number of another PD (another process's, or the kernel's) names nothing.
+	 */
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	int st = ud_send_status(ctx, pd, pd, &gid, gid_index);
+
+	char what[64];
+
+	snprintf(what, sizeof(what), "completion status %d, expected success", st);
+	check("ud_send_own_pd_ah", st == IBV_WC_SUCCESS, what);
+	st = pd2 ? ud_send_status(ctx, pd2, pd, &gid, gid_index) : -1;
+	snprintf(what, sizeof(what), "completion status %d, expected IBV_WC_LOC_QP_OP_ERR", st);
+	check("ud_send_other_pd_ah_rejected", st == IBV_WC_LOC_QP_OP_ERR, what);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
 
 	/* Other transports, and QP numbers stay unique across many QPs. */
 	qp = make_qp(pd, cq, IBV_QPT_UD, 8, 1, 0);

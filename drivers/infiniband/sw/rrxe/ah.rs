@@ -19,7 +19,7 @@ pub(crate) const MAX_AH: u32 = 32767;
 
 /// Per-AH state.
 pub(crate) struct RrxeAh {
-    /// The address vector, for UD sends (UD QPs are not carried out yet).
+    /// The address vector (UD sends read the copy in the device's table, by number).
     _attr: AhAttr,
     /// Number in the device's table.
     pub(crate) num: u32,
@@ -28,13 +28,15 @@ pub(crate) struct RrxeAh {
 impl RrxeAh {
     /// Checks an address vector and, for a user AH, numbers it and returns the number in
     /// the udata response.
-    pub(crate) fn new(dev: &Device<Rrxe>, init: &AhInit<'_>) -> Result<Self> {
+    pub(crate) fn new(dev: &Device<Rrxe>, init: &AhInit<'_, Rrxe>) -> Result<Self> {
         let a = &init.attr;
         if a.port_num != 1 || a.sgid_type != GID_TYPE_ROCE_V2 || a.dgid == [0; 16] {
             return Err(EINVAL);
         }
         // Kernel AHs are numbered too: kernel send WRs become WQEs that name them.
-        let num = dev.data().alloc_ah_num(a, init.sleepable)?;
+        let num = dev
+            .data()
+            .alloc_ah_num(a, init.pd.data().id, init.sleepable)?;
         // struct rxe_create_ah_resp { __u32 ah_num; __u32 reserved; }; providers before v39
         // pass no room for it and embed the address vector in each WQE instead.
         if let Some(u) = init.udata.filter(|u| u.out_len() >= 8) {

@@ -31,13 +31,14 @@ const WC_WITH_NETWORK_HDR_TYPE: u32 = 1 << 6;
 
 /// Per-PD state.
 pub(crate) struct RrxePd {
-    /// Identity, unique on the device: memory regions and QPs compare it.
-    pub(crate) id: u32,
+    /// Identity, never reused on the device (64-bit, counted up): memory regions and QPs
+    /// compare it.
+    pub(crate) id: u64,
     _slot: Slot,
 }
 
 impl RrxePd {
-    pub(crate) fn new(slot: Slot, id: u32) -> Self {
+    pub(crate) fn new(slot: Slot, id: u64) -> Self {
         Self { id, _slot: slot }
     }
 }

@@ -72,8 +72,9 @@ pub(crate) struct RrxeDev {
     mr_lock: Mutex<()>,
     /// Where the search for a free key index starts.
     next_mr: Atomic<u32>,
-    /// Protection domain identities handed out so far.
-    next_pd: Atomic<u32>,
+    /// Protection domain identities handed out so far (64 bits: at one per nanosecond it
+    /// would take 584 years to wrap, so an identity is never handed out twice).
+    next_pd: Atomic<u64>,
     /// Where the search for a free AH number starts.
     next_ah: Atomic<u32>,
     /// What the data path of every QP shares: keys, counters.
@@ -98,10 +99,10 @@ pub(crate) struct DevShared {
     /// region out, then waits for an RCU grace period before the memory is unpinned.
     #[pin]
     mrs: XArray<Arc<MrInner>>,
-    /// User address handles by number (the address vector); lookups (UD sends) happen with
-    /// bottom halves disabled.
+    /// Address handles by number (the address vector and the AH's PD); lookups (UD sends)
+    /// happen with bottom halves disabled.
     #[pin]
-    ah_nums: XArray<KBox<AhAttr>>,
+    ah_nums: XArray<KBox<(AhAttr, u64)>>,
     /// Port counters.
     pub(crate) stats: Stats,
     /// Makes atomics from the wire atomic with respect to each other (IBV_ATOMIC_HCA).
@@ -113,29 +114,50 @@ impl_has_bh_work! {
     impl HasBhWork for DevShared { self.lo_work }
 }
 
+/// Loopback packets handed to the receive path per run of the loopback work (its answers
+/// may queue more: the work re-queues itself instead of looping, as NAPI does).
+const LO_BUDGET: usize = 64;
+
+/// Loopback packets that may wait, as a netdevice's transmit queue (`txqueuelen`): beyond,
+/// a local transmission fails with `ENOBUFS` (a full queue, to the sender).
+const LO_QUEUE_MAX: usize = 1000;
+
 impl BhWorkCallback for DevShared {
     fn work_run(this: &Self) {
-        while let Some(pkt) = this.lo_queue.pop() {
+        for _ in 0..LO_BUDGET {
+            let Some(pkt) = this.lo_queue.pop() else {
+                return;
+            };
             <Rrxe as TunnelRx>::receive(pkt);
+        }
+        if !this.lo_queue.is_empty() {
+            this.lo_work.queue();
         }
     }
 }
 
 impl DevShared {
-    /// Delivers a datagram built for this host's own address to the receive path.
-    pub(crate) fn deliver_locally(&self, buf: TxBuf) {
+    /// Delivers a datagram built for this host's own address to the receive path; `ENOBUFS`
+    /// if too many wait already (the datagram is dropped).
+    pub(crate) fn deliver_locally(&self, buf: TxBuf) -> Result {
+        if self.lo_queue.len() >= LO_QUEUE_MAX {
+            return Err(ENOBUFS);
+        }
         self.lo_queue.push(buf.into_rx(&self.ndev));
         self.lo_work.queue();
+        Ok(())
     }
 
-    /// Returns the address vector of user AH number `n`.
+    /// Returns the address vector of AH number `n`, if that AH belongs to protection domain
+    /// `pd_id` (a UD QP may only send through the address handles of its own PD: the number
+    /// of another process's AH, or of the kernel's, names nothing).
     ///
     /// # Context
     ///
     /// Bottom halves disabled (the doorbell).
-    pub(crate) fn ah(&self, n: u32) -> Option<AhAttr> {
+    pub(crate) fn ah(&self, n: u32, pd_id: u64) -> Option<AhAttr> {
         let xa = self.ah_nums.lock();
-        xa.get(n as usize).copied()
+        xa.get(n as usize).filter(|e| e.1 == pd_id).map(|e| e.0)
     }
 
     /// Resolves a memory key (lkey or rkey) to its region.
@@ -235,9 +257,9 @@ impl RrxeDev {
     /// Numbers an address handle (1..=32767). Does not sleep unless `sleepable` (kernel
     /// consumers create AHs in atomic context): the free number is found and taken under the
     /// array's lock, storing without sleeping.
-    pub(crate) fn alloc_ah_num(&self, attr: &AhAttr, sleepable: bool) -> Result<u32> {
+    pub(crate) fn alloc_ah_num(&self, attr: &AhAttr, pd_id: u64, sleepable: bool) -> Result<u32> {
         let flags = if sleepable { GFP_KERNEL } else { GFP_ATOMIC };
-        let mut entry = Some(KBox::new(*attr, flags)?);
+        let mut entry = Some(KBox::new((*attr, pd_id), flags)?);
         let _bh = BhGuard::new();
         let mut xa = self.shared.ah_nums.lock();
         for _ in 0..MAX_AH {
@@ -263,7 +285,7 @@ impl RrxeDev {
     }
 
     /// Returns a new protection domain identity.
-    pub(crate) fn new_pd_id(&self) -> u32 {
+    pub(crate) fn new_pd_id(&self) -> u64 {
         self.next_pd.fetch_add(1, Relaxed)
     }
 
@@ -580,7 +602,10 @@ impl Driver for Rrxe {
         Ok((keys, Ok::<_, Error>(mr)))
     }
 
-    fn create_ah(dev: &Device<Self>, init: &AhInit<'_>) -> Result<impl PinInit<RrxeAh, Error>> {
+    fn create_ah(
+        dev: &Device<Self>,
+        init: &AhInit<'_, Self>,
+    ) -> Result<impl PinInit<RrxeAh, Error>> {
         RrxeAh::new(dev, init).map(Ok::<_, Error>)
     }
 

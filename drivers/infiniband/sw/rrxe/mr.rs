@@ -44,7 +44,7 @@ pub(crate) struct MrInner {
     /// `IB_ACCESS_*` rights.
     access: u32,
     /// The protection domain's identity.
-    pd_id: u32,
+    pd_id: u64,
     /// The key (lkey and rkey).
     pub(crate) key: u32,
 }
@@ -53,7 +53,7 @@ impl MrInner {
     /// Checks an access of `len` bytes at `va` by a QP of protection domain `pd_id`, and
     /// returns the offset in the pinned memory: the region must be in the same PD, grant the
     /// right and contain the whole range ([`Region::check`]).
-    pub(crate) fn check(&self, pd_id: u32, va: u64, len: u32, need: Need) -> Option<usize> {
+    pub(crate) fn check(&self, pd_id: u64, va: u64, len: u32, need: Need) -> Option<usize> {
         let region = Region {
             iova: self.iova,
             length: self.length,
@@ -150,6 +150,14 @@ impl RrxeMr {
 
 #[kunit_tests(rrxe_mr)]
 mod tests {
+    #![allow(
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::unwrap_used
+    )]
+
     use crate::proto::target::{rights, Access, AccessError, Region};
 
     /// Every key resolution of the data path goes through `Region::check`: the PD, the

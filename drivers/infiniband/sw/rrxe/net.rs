@@ -50,9 +50,12 @@ pub(crate) enum Rcvd {
     CqOverflows,
     /// Work requests userspace posted that failed validation (completed in error).
     BadWqes,
+    /// Times a QP found the transmit queue full and paused its responses (instead of
+    /// dropping them).
+    TxPaused,
 }
 
-const NUM_STATS: usize = 12;
+const NUM_STATS: usize = 13;
 
 /// The names of the port counters.
 pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
@@ -68,6 +71,7 @@ pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
     StatDesc::new(c"completions"),
     StatDesc::new(c"cq_overflows"),
     StatDesc::new(c"bad_wqes"),
+    StatDesc::new(c"tx_paused"),
 ];
 
 /// The port counters of a device.
@@ -116,7 +120,11 @@ fn classify<'a>(
 ) -> core::result::Result<(Packet<'a>, IpHdr<'a>), Rcvd> {
     let (udp_hdr, rest) = udp.split_at_checked(8).ok_or(Rcvd::Malformed)?;
     // The UDP length bounds the payload (link-layer padding is not part of it).
-    let udp_len = usize::from(u16::from_be_bytes([udp_hdr[4], udp_hdr[5]]));
+    let len_bytes = udp_hdr.get(4..6).ok_or(Rcvd::Malformed)?;
+    let udp_len = usize::from(u16::from_be_bytes([
+        len_bytes.first().copied().unwrap_or(0),
+        len_bytes.last().copied().unwrap_or(0),
+    ]));
     let payload = rest
         .get(..udp_len.checked_sub(8).ok_or(Rcvd::Malformed)?)
         .ok_or(Rcvd::Malformed)?;

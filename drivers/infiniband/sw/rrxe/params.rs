@@ -127,6 +127,14 @@ impl Drop for Slot {
 
 #[kunit_tests(rrxe_params)]
 mod tests {
+    #![allow(
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::unwrap_used
+    )]
+
     use super::*;
 
     #[test]

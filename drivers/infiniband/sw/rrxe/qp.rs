@@ -275,10 +275,13 @@ impl RrxeQp {
         let qp_type = qp.qp_type();
         this.shared.modify(
             |cur_attrs| {
-                let cur = match (a.mask & attr::CUR_STATE != 0, a.cur_state) {
-                    (true, Some(s)) => s,
-                    _ => cur_attrs.state.unwrap_or(QpState::Reset),
-                };
+                // The transition is decided from the QP's real state: a current state the
+                // caller names (`IB_QP_CUR_STATE`) must be that state, as a hardware device
+                // would refuse the command otherwise.
+                let cur = cur_attrs.state.unwrap_or(QpState::Reset);
+                if a.mask & attr::CUR_STATE != 0 && a.cur_state != Some(cur) {
+                    return Err(EINVAL);
+                }
                 let next = match (a.mask & attr::STATE != 0, a.state) {
                     (true, Some(s)) => s,
                     (true, None) => return Err(EINVAL),

@@ -170,10 +170,11 @@ impl SharedQueue {
             .elem_size()
             .min(new.geo.elem_size())
             .min(elem.len());
+        let elem = elem.get_mut(..len).ok_or(EINVAL)?;
         for i in 0..count {
             self.buf
-                .read(self.slot_offset(cons.wrapping_add(i))?, &mut elem[..len])?;
-            new.push(&elem[..len])?;
+                .read(self.slot_offset(cons.wrapping_add(i))?, elem)?;
+            new.push(elem)?;
         }
         Ok(())
     }
@@ -181,6 +182,14 @@ impl SharedQueue {
 
 #[kunit_tests(rrxe_queue)]
 mod tests {
+    #![allow(
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::unwrap_used
+    )]
+
     use super::*;
     use crate::proto::uabi::CACHE_LINE_SIZE;
 

@@ -9,6 +9,14 @@ use kernel::prelude::*;
 
 #[kunit_tests(rrxe_rc)]
 mod tests {
+    #![allow(
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::unwrap_used
+    )]
+
     use crate::proto::{
         aeth::{NakCode, RnrTimer, Syndrome},
         bth::Qpn,

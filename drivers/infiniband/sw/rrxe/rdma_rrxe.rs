@@ -24,6 +24,16 @@
 //!   `core`-only, shared with the host crate `tools/rrxe`.
 //! - `wire.rs`: glue between the wire core and the kernel (ICRC with the kernel's crc32).
 
+// No path a packet or a user can reach may panic: the driver is held to what the wire core
+// (`proto`) is held to. KUnit suites opt out in their own modules.
+#![deny(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::unreachable,
+    clippy::unwrap_used
+)]
+
 use kernel::prelude::*;
 use kernel::rdma::{
     device::{Device, DriverRegistration},

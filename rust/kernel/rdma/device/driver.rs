@@ -149,7 +149,10 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// # Context
     ///
     /// May be atomic unless `init.sleepable`.
-    fn create_ah(dev: &Device<Self>, init: &AhInit<'_>) -> Result<impl PinInit<Self::Ah, Error>>;
+    fn create_ah(
+        dev: &Device<Self>,
+        init: &AhInit<'_, Self>,
+    ) -> Result<impl PinInit<Self::Ah, Error>>;
 
     /// Destroys an address handle; its driver data is dropped afterwards.
     fn destroy_ah(ah: &Ah<Self>) -> Result;

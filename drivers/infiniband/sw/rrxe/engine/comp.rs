@@ -7,7 +7,7 @@
 //! ([`Events`]). Entering ERR ([`QpShared::enter_error`]) completes everything in flight
 //! and everything posted with [`WcStatus::WrFlushErr`], after the completions already due.
 
-use super::{raw_wr_id, Engine, Events, QpShared};
+use super::{raw_wr_id, Engine, Events, QpShared, WQE_BUDGET};
 use crate::cq::CQE_LEN;
 use crate::net::Rcvd;
 use crate::proto::rc::{responder::RecvCompletion, SendAction, WcStatus};
@@ -26,16 +26,19 @@ pub(super) enum CqSide {
 impl QpShared {
     /// Completes the oldest send WQE in flight (whose copy is shadow slot `id`).
     pub(super) fn complete_send(&self, e: &mut Engine, ev: &mut Events, id: u32, status: WcStatus) {
-        if let Some(copy) = e.shadow.slot(id) {
-            let cqe = match uabi::validate_send_wqe(copy, &e.sq_params) {
-                Ok(w) if status == WcStatus::Success => w
-                    .signaled(self.sig_all)
-                    .then(|| Completion::send_success(&w, self.qpn)),
-                _ => Some(Completion::send_error(raw_wr_id(copy), status, self.qpn)),
-            };
-            if let Some(c) = cqe {
-                self.post_cqe(ev, CqSide::Send, &c, false);
-            }
+        let cqe = match (e.shadow.wqe(id), status) {
+            (Some(w), WcStatus::Success) => w
+                .signaled(self.sig_all)
+                .then(|| Completion::send_success(&w, self.qpn)),
+            (Some(w), _) => Some(Completion::send_error(w.wr_id(), status, self.qpn)),
+            // Never validated (cannot happen: only validated WQEs are started).
+            (None, _) => e
+                .shadow
+                .slot(id)
+                .map(|copy| Completion::send_error(raw_wr_id(copy), status, self.qpn)),
+        };
+        if let Some(c) = cqe {
+            self.post_cqe(ev, CqSide::Send, &c, false);
         }
         if let Ok(p) = e.sqs.complete_oldest() {
             let _ = self.sq.publish(p);
@@ -129,6 +132,8 @@ impl QpShared {
         e.attrs.state = Some(QpState::Err);
         self.rto.stop();
         self.rnr.stop();
+        self.tx_wait.stop();
+        e.replies.clear();
         e.sender.flush();
         while let Some(a) = e.sender.poll() {
             if let SendAction::Complete(c) = a {
@@ -142,11 +147,18 @@ impl QpShared {
         self.flush_queues(e, ev);
     }
 
-    /// Completes every posted, not started WQE of both queues with
-    /// [`WcStatus::WrFlushErr`] (in ERR).
+    /// Completes the posted, not started WQEs of both queues with
+    /// [`WcStatus::WrFlushErr`] (in ERR), at most [`WQE_BUDGET`] of each per run; the QP's
+    /// softirq work flushes the rest.
     pub(super) fn flush_queues(&self, e: &mut Engine, ev: &mut Events) {
         let mut hdr = [0u8; 8];
+        let mut budget = WQE_BUDGET;
         while let Ok(prod) = self.sq.producer_acquire() {
+            if budget == 0 {
+                self.kick.queue();
+                break;
+            }
+            budget -= 1;
             let Ok(Some(slot)) = e.sqs.next_to_start(prod) else {
                 break;
             };
@@ -166,7 +178,13 @@ impl QpShared {
         let (Some(rq), Some(rqc)) = (&self.rq, &mut e.rqc) else {
             return;
         };
+        let mut budget = WQE_BUDGET;
         while let Ok(prod) = rq.producer_acquire() {
+            if budget == 0 {
+                self.kick.queue();
+                break;
+            }
+            budget -= 1;
             let Ok(Some(slot)) = rqc.head(prod) else {
                 break;
             };

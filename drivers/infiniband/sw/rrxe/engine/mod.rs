@@ -12,6 +12,8 @@
 //!   sender, request packets out, responses in;
 //! - `resp.rs`: the responder of RC and UC: requests in, payloads placed, READ responses,
 //!   atomics and acknowledgements out;
+//! - `replies.rs`: the responder's transmit queue: READ responses in bounded bursts, in PSN
+//!   order with the acknowledgements after them;
 //! - `ud.rs`: unreliable datagrams, both directions;
 //! - `comp.rs`: completions into the CQ rings, the error state and flushing;
 //! - `mem.rs`: the one key resolver every memory access goes through, scatter and gather;
@@ -44,6 +46,7 @@
 mod comp;
 mod mem;
 mod post;
+mod replies;
 mod req;
 mod resp;
 mod ud;
@@ -84,11 +87,17 @@ use kernel::rdma::{
     BhGuard,
 };
 use kernel::sync::{Arc, SpinLock};
+use replies::ReplyQueue;
 use req::Shadow;
 use xmit::PKEY;
 
 /// Send WQEs a QP keeps in flight (started, not completed): the sender's window in WQEs.
 const SQ_SLOTS: usize = 128;
+
+/// WQEs a run takes from a ring where nothing else bounds it (UD sends, flushing in ERR):
+/// userspace can keep moving a producer index, so the rest waits for the QP's softirq work
+/// (which re-queues itself) instead of looping with bottom halves disabled.
+const WQE_BUDGET: u32 = 64;
 
 /// What a QP's data path shares between the doorbell, the receive path and its timers.
 ///
@@ -106,8 +115,11 @@ pub(crate) struct QpShared {
     rto: Timer<QpShared, 0>,
     #[pin]
     rnr: Timer<QpShared, 1>,
-    /// Kernel consumers' doorbell: they post with interrupts disabled, where nothing may be
-    /// transmitted, so the send queue is processed from softirq work.
+    /// The transmit queue was full: try again (see `replies.rs`).
+    #[pin]
+    tx_wait: Timer<QpShared, 2>,
+    /// Work in softirq: kernel consumers' doorbell (they post with interrupts disabled,
+    /// where nothing may be transmitted), and the responses a run's budget left over.
     #[pin]
     kick: BhWork<QpShared>,
     #[pin]
@@ -115,7 +127,7 @@ pub(crate) struct QpShared {
     qpn: u32,
     /// RC or UD.
     qp_type: WireQpType,
-    pd_id: u32,
+    pd_id: u64,
     ifindex: i32,
     sig_all: bool,
     dev: Arc<DevShared>,
@@ -132,6 +144,7 @@ pub(crate) struct QpShared {
 impl_has_timer! {
     impl HasTimer<0> for QpShared { self.rto }
     impl HasTimer<1> for QpShared { self.rnr }
+    impl HasTimer<2> for QpShared { self.tx_wait }
 }
 
 impl_has_bh_work! {
@@ -139,7 +152,7 @@ impl_has_bh_work! {
 }
 
 impl BhWorkCallback for QpShared {
-    /// A kernel consumer rang the doorbell.
+    /// A kernel consumer rang the doorbell, or responses are waiting.
     fn work_run(this: &Self) {
         this.resume(|_| {});
     }
@@ -153,7 +166,10 @@ pub(crate) struct Engine {
     pub(crate) caps: QpCaps,
     /// Boxed: it is a few kilobytes, too much to move around on the kernel stack.
     sender: KBox<Sender<SQ_SLOTS>>,
-    resp: Responder,
+    /// Boxed, as `sender`: its table of responder resources is kilobytes.
+    resp: KBox<Responder<RD_ATOM>>,
+    /// The responder's responses not sent yet.
+    replies: ReplyQueue,
     /// Kernel indices of the send queue.
     sqs: SendQueueState,
     /// Kernel consumer of the receive queue.
@@ -193,7 +209,7 @@ struct Events {
 pub(crate) struct QpSetup {
     pub(crate) qpn: u32,
     pub(crate) qp_type: WireQpType,
-    pub(crate) pd_id: u32,
+    pub(crate) pd_id: u64,
     pub(crate) ifindex: i32,
     pub(crate) sig_all: bool,
     pub(crate) caps: QpCaps,
@@ -236,6 +252,19 @@ fn new_sender(a: &QpAttrs) -> Result<KBox<Sender<SQ_SLOTS>>> {
     Ok(KBox::new(Sender::new(sender_config(a)), GFP_KERNEL)?)
 }
 
+/// Responder resources of a QP: the READs and atomics a requester may have outstanding
+/// (`max_qp_rd_atom`), each remembered for a duplicate.
+const RD_ATOM: usize = params::MAX_QP_RD_ATOM as usize;
+
+/// Returns a responder in its initial state, allocated directly.
+#[inline(never)]
+fn new_responder(a: &QpAttrs) -> Result<KBox<Responder<RD_ATOM>>> {
+    Ok(KBox::new(
+        Responder::with_resources(responder_config(a)),
+        GFP_KERNEL,
+    )?)
+}
+
 /// Returns a zeroed buffer of `len` bytes.
 fn zeroed_buf(len: usize) -> Result<KVVec<u8>> {
     Ok(KVVec::from_elem(0u8, len, GFP_KERNEL)?)
@@ -256,7 +285,8 @@ impl QpShared {
         let rq_elem = s.rq.as_ref().map_or(0, |q| q.geometry().elem_size());
         let eng = Engine {
             sender: new_sender(&s.attrs)?,
-            resp: Responder::new(responder_config(&s.attrs)),
+            resp: new_responder(&s.attrs)?,
+            replies: ReplyQueue::new()?,
             sqs: SendQueueState::new(sq_geo),
             rqc: s.rq.as_ref().map(|q| KernelConsumer::new(q.geometry())),
             sq_params: SendQueueParams {
@@ -294,6 +324,7 @@ impl QpShared {
             try_pin_init!(Self {
                 rto <- Timer::new(c"rrxe_qp_rto", kernel::static_lock_class!()),
                 rnr <- Timer::new(c"rrxe_qp_rnr", kernel::static_lock_class!()),
+                tx_wait <- Timer::new(c"rrxe_qp_tx_wait", kernel::static_lock_class!()),
                 kick <- BhWork::new(c"rrxe_qp_kick", kernel::static_lock_class!()),
                 eng <- new_spinlock!(eng, "rrxe_qp"),
                 qpn: s.qpn,
@@ -333,6 +364,7 @@ impl QpShared {
     pub(crate) fn shutdown(&self) {
         self.rto.shutdown();
         self.rnr.shutdown();
+        self.tx_wait.shutdown();
         self.kick.cancel();
     }
 
@@ -422,6 +454,8 @@ impl QpShared {
         self.rnr.stop();
         e.sender.reset(sender_config(&e.attrs));
         e.resp.reset(responder_config(&e.attrs));
+        e.replies.clear();
+        self.tx_wait.stop();
         e.sq_error = None;
         e.shadow.reset();
         if let Ok(prod) = self.sq.producer_acquire() {
@@ -483,15 +517,20 @@ impl QpShared {
         taken
     }
 
-    /// A timer expired or a kernel consumer rang the doorbell (softirq): tell the sender,
-    /// then carry on transmitting.
+    /// A timer expired or the QP's softirq work runs (a kernel consumer rang the doorbell,
+    /// or a budget ran out): tell the sender, then carry on, a budget at a time.
     fn resume(&self, expired: impl FnOnce(&mut Sender<SQ_SLOTS>)) {
         let mut ev = Events::default();
         {
             let mut e = self.eng.lock();
             let e = &mut *e;
             expired(&mut e.sender);
-            self.pump(e, &mut ev);
+            match e.attrs.state {
+                Some(QpState::Rts | QpState::Sqd) => self.pump(e, &mut ev),
+                Some(QpState::Err) => self.flush_queues(e, &mut ev),
+                _ => {}
+            }
+            self.send_replies(e);
         }
         self.raise(ev);
     }
@@ -508,5 +547,12 @@ impl TimerCallback<1> for QpShared {
     /// The RNR wait is over: resend from the PSN the responder could not take.
     fn timer_fired(this: &Self) {
         this.resume(|s| s.on_rnr_timeout());
+    }
+}
+
+impl TimerCallback<2> for QpShared {
+    /// The transmit queue had no room: send the waiting responses.
+    fn timer_fired(this: &Self) {
+        this.resume(|_| {});
     }
 }

@@ -19,16 +19,19 @@ use crate::proto::{
     opcode::{Opcode, QpType as WireQpType},
     packet::Packet,
     rc::{Deliver, Response, SendAction, SendWqe as RcWqe, TxPacket, WcStatus, WqeHeaders, WrOp},
-    uabi::{self, SendData, SendFlags, SendOp, SendQueueParams, WrOpcode},
+    uabi::{self, CheckedSendWqe, SendData, SendFlags, SendOp, SendQueueParams, SendWqe, WrOpcode},
 };
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
 use kernel::rdma::qp::QpState;
 
 /// Copies of the send WQEs in flight: `SQ_SLOTS` slots of the send queue's element size,
-/// used as a ring in posting order.
+/// used as a ring in posting order, each with the WQE as validated from it
+/// ([`CheckedSendWqe`]), so that building a packet, placing a response or completing the WQE
+/// never validates it again.
 pub(super) struct Shadow {
     buf: KVVec<u8>,
+    wqes: KVVec<Option<CheckedSendWqe>>,
     elem: usize,
     /// The slot the next WQE goes to.
     next: u32,
@@ -40,6 +43,7 @@ impl Shadow {
         let len = SQ_SLOTS.checked_mul(elem).ok_or(EINVAL)?;
         Ok(Self {
             buf: KVVec::from_elem(0u8, len, GFP_KERNEL)?,
+            wqes: KVVec::from_elem(None, SQ_SLOTS, GFP_KERNEL)?,
             elem,
             next: 0,
         })
@@ -51,15 +55,40 @@ impl Shadow {
         self.buf.get(start..start.checked_add(self.elem)?)
     }
 
-    /// Returns slot `id` for writing.
+    /// Returns slot `id` for writing (a new copy: what was validated from it is forgotten).
     pub(super) fn slot_mut(&mut self, id: u32) -> Option<&mut [u8]> {
+        *self.wqes.get_mut(usize::try_from(id).ok()?)? = None;
         let start = usize::try_from(id).ok()?.checked_mul(self.elem)?;
         self.buf.get_mut(start..start.checked_add(self.elem)?)
+    }
+
+    /// Validates the copy in slot `id` and keeps the result with it.
+    pub(super) fn check(
+        &mut self,
+        id: u32,
+        p: &SendQueueParams,
+    ) -> core::result::Result<SendWqe<'_>, WcStatus> {
+        let i = usize::try_from(id).map_err(|_| WcStatus::LocQpOpErr)?;
+        let checked = {
+            let copy = self.slot(id).ok_or(WcStatus::LocQpOpErr)?;
+            uabi::validate_send_wqe(copy, p)
+                .map_err(|e| e.send_status())?
+                .detach()
+        };
+        *self.wqes.get_mut(i).ok_or(WcStatus::LocQpOpErr)? = Some(checked);
+        self.wqe(id).ok_or(WcStatus::LocQpOpErr)
+    }
+
+    /// Returns the validated WQE in slot `id`, if it was validated since it was copied.
+    pub(super) fn wqe(&self, id: u32) -> Option<SendWqe<'_>> {
+        let checked = (*self.wqes.get(usize::try_from(id).ok()?)?)?;
+        checked.attach(self.slot(id)?)
     }
 
     /// Starts over from slot 0 (the QP went back to RESET).
     pub(super) fn reset(&mut self) {
         self.next = 0;
+        self.wqes.iter_mut().for_each(|w| *w = None);
     }
 }
 
@@ -122,10 +151,7 @@ impl QpShared {
                     return;
                 }
             };
-            let Some(copy) = e.shadow.slot(id) else {
-                return;
-            };
-            let wqe = match self.check_send_wqe(copy, &e.sq_params) {
+            let wqe = match self.check_send_wqe(e, id) {
                 Ok(w) => w,
                 Err(status) => {
                     e.sq_error = Some(status);
@@ -144,13 +170,10 @@ impl QpShared {
         }
     }
 
-    /// Validates a send WQE copy for this QP and every local key it names.
-    fn check_send_wqe(
-        &self,
-        copy: &[u8],
-        p: &SendQueueParams,
-    ) -> core::result::Result<RcWqe, WcStatus> {
-        let wqe = uabi::validate_send_wqe(copy, p).map_err(|e| e.send_status())?;
+    /// Validates the send WQE copy in shadow slot `id` for this QP, and every local key it
+    /// names; returns what the sender needs of it.
+    fn check_send_wqe(&self, e: &mut Engine, id: u32) -> core::result::Result<RcWqe, WcStatus> {
+        let wqe = e.shadow.check(id, &e.sq_params)?;
         let op = match wqe.opcode() {
             WrOpcode::Send => WrOp::Send,
             WrOpcode::SendWithImm => WrOp::SendWithImm,
@@ -190,8 +213,7 @@ impl QpShared {
     /// Builds and transmits one request packet of a WQE in flight.
     fn send_request(&self, e: &mut Engine, p: &TxPacket) -> Result {
         let id = e.next_ip_id();
-        let copy = e.shadow.slot(p.id).ok_or(EINVAL)?;
-        let wqe = uabi::validate_send_wqe(copy, &e.sq_params).map_err(|_| EINVAL)?;
+        let wqe = e.shadow.wqe(p.id).ok_or(EINVAL)?;
         let hdrs = match *wqe.op() {
             SendOp::Send {
                 imm,
@@ -296,8 +318,7 @@ impl QpShared {
     /// Writes READ data or an atomic's original value into the local buffers of the send
     /// WQE whose copy is shadow slot `id`.
     fn place_local(&self, e: &Engine, id: u32, offset: u32, data: &[u8]) -> Result {
-        let copy = e.shadow.slot(id).ok_or(EINVAL)?;
-        let wqe = uabi::validate_send_wqe(copy, &e.sq_params).map_err(|_| EINVAL)?;
+        let wqe = e.shadow.wqe(id).ok_or(EINVAL)?;
         let SendData::Sges(sges) = wqe.data() else {
             return Err(EINVAL);
         };

@@ -14,16 +14,14 @@
 //!
 //! [`Responder`]: crate::proto::rc::Responder
 
-use super::{path_mtu, xmit::PKEY, Engine, Events, QpShared};
+use super::{Engine, Events, QpShared};
 use crate::mr::Need;
 use crate::net::Rcvd;
 use crate::proto::{
     aeth::Syndrome,
     opcode::QpType as WireQpType,
     packet::Packet,
-    rc::{
-        responder::LocalError, AtomicExec, AtomicReply, Placement, ReadReply, Request, RespOutcome,
-    },
+    rc::{responder::LocalError, AtomicExec, Placement, Request, RespOutcome},
     uabi,
 };
 use kernel::prelude::*;
@@ -103,7 +101,7 @@ impl QpShared {
             Err(le) => e.resp.on_local_error(le),
         };
         if let Some(rd) = out.read {
-            if self.send_read_responses(e, &rd).is_err() {
+            if self.reply_read(e, rd).is_err() {
                 let out = e.resp.on_local_error(LocalError::RemoteAccess);
                 self.finish_request(e, ev, &out);
                 return true;
@@ -113,7 +111,7 @@ impl QpShared {
             match self.execute_atomic(&a) {
                 Ok(orig) => {
                     let reply = e.resp.atomic_done(orig);
-                    self.send_atomic_reply(e, &reply);
+                    self.reply_atomic(e, reply);
                 }
                 Err(_) => {
                     let out = e.resp.on_local_error(LocalError::RemoteAccess);
@@ -123,40 +121,10 @@ impl QpShared {
             }
         }
         if let Some(reply) = out.atomic_reply {
-            self.send_atomic_reply(e, &reply);
+            self.reply_atomic(e, reply);
         }
         self.finish_request(e, ev, &out);
         true
-    }
-
-    /// Sends the READ responses for `rd`, after checking its rkey over the whole range (a
-    /// zero-length READ names no memory: its rkey is not checked, C9-88).
-    fn send_read_responses(&self, e: &mut Engine, rd: &ReadReply) -> Result {
-        let mem = if rd.len == 0 {
-            None
-        } else {
-            Some(self.resolve(rd.rkey, rd.va, rd.len, Need::RemoteRead)?)
-        };
-        let mtu = path_mtu(&e.attrs);
-        for i in 0..rd.packets(mtu) {
-            let r = rd.response(i, mtu);
-            let spec = r.spec(e.dest_qpn, PKEY, rd.msn, &[]);
-            let id = e.next_ip_id();
-            let at = usize::try_from(r.offset)?;
-            let sent = self.xmit(
-                &e.ip,
-                id,
-                &spec,
-                usize::try_from(r.len)?,
-                |out| match &mem {
-                    Some(mem) => mem.read(at, out),
-                    None => Ok(()),
-                },
-            );
-            // A lost response: the requester asks again.
-            self.count_sent(sent, false);
-        }
-        Ok(())
     }
 
     /// Carries out an atomic from the wire on the 8 bytes its rkey names; returns the
@@ -171,17 +139,13 @@ impl QpShared {
         Ok(orig)
     }
 
-    fn send_atomic_reply(&self, e: &mut Engine, reply: &AtomicReply) {
-        self.send_headers(e, &reply.spec(e.dest_qpn, PKEY));
-    }
-
     /// Carries out the completion, reply and error of a responder outcome.
     fn finish_request(&self, e: &mut Engine, ev: &mut Events, out: &RespOutcome) {
         if let Some(rc) = out.complete {
             self.complete_recv(e, ev, &rc);
         }
         if let Some(reply) = out.reply {
-            self.send_headers(e, &reply.spec(e.dest_qpn, PKEY));
+            self.reply_ack(e, reply);
         }
         if out.fatal {
             self.enter_error(e, ev);

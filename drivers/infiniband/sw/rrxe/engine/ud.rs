@@ -7,7 +7,7 @@
 //! device's AH table) and Q_Key; the datagram must fit the path MTU. A datagram is received
 //! only with the QP's Q_Key; without a posted receive it is dropped, as on a wire.
 
-use super::{comp::CqSide, path_mtu, raw_wr_id, xmit::PKEY, Engine, Events, QpShared};
+use super::{comp::CqSide, path_mtu, raw_wr_id, xmit::PKEY, Engine, Events, QpShared, WQE_BUDGET};
 use crate::net::Rcvd;
 use crate::proto::{
     bth::{BthFields, Qpn},
@@ -17,7 +17,7 @@ use crate::proto::{
     opcode::{Op, Opcode},
     packet::{Packet, PacketSpec},
     rc::WcStatus,
-    uabi::{self, Completion, SendData, SendFlags, SendOp, UdAddress, WcEx},
+    uabi::{Completion, SendData, SendFlags, SendOp, UdAddress, WcEx},
 };
 use kernel::prelude::*;
 use kernel::rdma::qp::QpState;
@@ -33,10 +33,10 @@ const RDMA_NETWORK_IPV4: u8 = 2;
 const RDMA_NETWORK_IPV6: u8 = 3;
 
 impl QpShared {
-    /// UD: sends every posted WQE as one datagram and completes it (unreliable: there is
-    /// nothing to wait for).
+    /// UD: sends posted WQEs, each as one datagram, and completes them (unreliable: there is
+    /// nothing to wait for), at most [`WQE_BUDGET`] per run.
     pub(super) fn pump_ud(&self, e: &mut Engine, ev: &mut Events) {
-        loop {
+        for _ in 0..WQE_BUDGET {
             let status = match self.copy_next_wqe(e, 0) {
                 Ok(Some(prod)) => self.send_datagram(e).map(|()| prod),
                 Ok(None) => return,
@@ -55,13 +55,14 @@ impl QpShared {
             }
             self.complete_send(e, ev, 0, WcStatus::Success);
         }
+        // The budget ran out: the rest in softirq work.
+        self.kick.queue();
     }
 
     /// UD: validates the WQE copy in shadow slot 0 and sends its datagram.
     fn send_datagram(&self, e: &mut Engine) -> core::result::Result<(), WcStatus> {
         let id = e.next_ip_id();
-        let copy = e.shadow.slot(0).ok_or(WcStatus::LocQpOpErr)?;
-        let wqe = uabi::validate_send_wqe(copy, &e.sq_params).map_err(|e| e.send_status())?;
+        let wqe = e.shadow.check(0, &e.sq_params)?;
         let SendOp::Send {
             imm, ud: Some(ud), ..
         } = *wqe.op()
@@ -75,7 +76,7 @@ impl QpShared {
         let UdAddress::Ah(num) = ud.address else {
             return Err(WcStatus::LocQpOpErr);
         };
-        let ah = self.dev.ah(num).ok_or(WcStatus::LocQpOpErr)?;
+        let ah = self.dev.ah(num, self.pd_id).ok_or(WcStatus::LocQpOpErr)?;
         let ip = IpParams {
             src: ah.sgid,
             dst: ah.dgid,

@@ -68,8 +68,7 @@ impl QpShared {
         if route.is_local() {
             // To a QP of this device: the IP layer would deliver it on the loopback device,
             // which no RDMA device is bound to.
-            self.dev.deliver_locally(buf);
-            return Ok(());
+            return self.dev.deliver_locally(buf);
         }
         buf.send(&route)
     }

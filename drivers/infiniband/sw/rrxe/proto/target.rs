@@ -140,8 +140,9 @@ pub struct Region {
     pub length: u64,
     /// `IB_ACCESS_*` rights.
     pub rights: u32,
-    /// Protection domain.
-    pub pd: u32,
+    /// Protection domain: an identity never reused (64 bits, counted up from 1: it cannot
+    /// wrap), so that a region is never reachable from a later PD that got the same number.
+    pub pd: u64,
 }
 
 /// Why an access to a region was refused.
@@ -159,7 +160,7 @@ impl Region {
     /// Checks an access of `len` bytes at `va` by a QP of protection domain `pd`, and returns
     /// its byte offset in the region. The whole range must lie inside the region: nothing
     /// outside it is ever read or written.
-    pub fn check(&self, pd: u32, va: u64, len: u32, access: Access) -> Result<u64, AccessError> {
+    pub fn check(&self, pd: u64, va: u64, len: u32, access: Access) -> Result<u64, AccessError> {
         if self.pd != pd {
             return Err(AccessError::WrongPd);
         }

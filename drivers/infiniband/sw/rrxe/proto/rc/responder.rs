@@ -110,11 +110,13 @@ pub struct ResponderConfig {
     /// `IB_ACCESS_REMOTE_ATOMIC` in the QP access flags.
     pub remote_atomic: bool,
     /// READ and atomic requests remembered for duplicates (`IB_QP_MAX_DEST_RD_ATOMIC`, the
-    /// responder resources; at most [`MAX_RESOURCES`], 0 is taken as 1).
+    /// responder resources; at most the responder's table, 0 is taken as 1).
     pub max_dest_rd_atomic: u32,
 }
 
-/// Most responder resources a QP keeps.
+/// Responder resources of a [`Responder::new`] (the host tests and KUnit use it); the
+/// driver's QPs keep as many as the device's `max_qp_rd_atom`
+/// ([`Responder::with_resources`]).
 pub const MAX_RESOURCES: usize = 16;
 
 /// The RDMA READ responses to send for a READ request (new or duplicate).
@@ -407,7 +409,7 @@ enum InMsg {
 ///
 /// `recv_off <= recv_cap` while a receive WQE is current.
 #[derive(Clone, Copy, Debug)]
-pub struct Responder {
+pub struct Responder<const N: usize = MAX_RESOURCES> {
     cfg: ResponderConfig,
     /// Expected PSN.
     epsn: Psn,
@@ -429,14 +431,23 @@ pub struct Responder {
     dead: bool,
     /// PSN of the last request executed (for a NAK after a failed placement).
     last_psn: Psn,
-    res: [Resource; MAX_RESOURCES],
+    res: [Resource; N],
     /// Next resource slot to use (oldest is overwritten first).
     res_next: usize,
 }
 
 impl Responder {
-    /// Creates a responder in its initial (RTR entry) state.
+    /// Creates a responder with [`MAX_RESOURCES`] responder resources, in its initial (RTR
+    /// entry) state.
     pub fn new(cfg: ResponderConfig) -> Self {
+        Self::with_resources(cfg)
+    }
+}
+
+impl<const N: usize> Responder<N> {
+    /// Creates a responder with `N` responder resources (READs and atomics remembered for
+    /// duplicates, C9-112/C9-114), in its initial (RTR entry) state.
+    pub fn with_resources(cfg: ResponderConfig) -> Self {
         Self {
             cfg,
             epsn: cfg.rq_psn,
@@ -453,7 +464,7 @@ impl Responder {
             write_total: 0,
             dead: false,
             last_psn: cfg.rq_psn,
-            res: [Resource::default(); MAX_RESOURCES],
+            res: [Resource::default(); N],
             res_next: 0,
         }
     }
@@ -462,8 +473,8 @@ impl Responder {
     /// number of resources.
     fn remember(&mut self, r: Resource) {
         let cap = usize::try_from(self.cfg.max_dest_rd_atomic)
-            .unwrap_or(MAX_RESOURCES)
-            .clamp(1, MAX_RESOURCES);
+            .unwrap_or(N)
+            .clamp(1, N);
         let i = if self.res_next >= cap {
             0
         } else {
@@ -497,7 +508,25 @@ impl Responder {
 
     /// Returns to the initial state with a new configuration (modify to RESET, then RTR).
     pub fn reset(&mut self, cfg: ResponderConfig) {
-        *self = Self::new(cfg);
+        // In place: the resource table can be kilobytes, too much for a temporary on the
+        // kernel stack.
+        self.res.iter_mut().for_each(|r| *r = Resource::default());
+        self.cfg = cfg;
+        self.epsn = cfg.rq_psn;
+        self.msn = Msn::default();
+        self.prev_msn = Msn::default();
+        self.in_msg = InMsg::None;
+        self.nak_sent = false;
+        self.recv_active = false;
+        self.recv_off = 0;
+        self.recv_cap = 0;
+        self.write_va = 0;
+        self.write_rkey = 0;
+        self.write_left = 0;
+        self.write_total = 0;
+        self.dead = false;
+        self.last_psn = cfg.rq_psn;
+        self.res_next = 0;
     }
 
     /// Returns the next expected PSN.
@@ -534,8 +563,8 @@ impl Responder {
         match req.psn.classify(self.epsn, 1 << 23) {
             PsnClass::Expected => self.nak_sent = false,
             PsnClass::Duplicate => {
-                // C9-105: re-ACK a duplicate SEND/WRITE with the last executed PSN. READ
-                // and atomic replay need the responder resources (not implemented).
+                // C9-105: re-ACK a duplicate SEND/WRITE with the last executed PSN. READs
+                // and atomics are replayed from the responder resources.
                 return match info.op {
                     Op::Send | Op::Write => RespOutcome {
                         reply: Some(self.reply(self.epsn.wrapping_add(0xff_ffff), ack())),

@@ -20,6 +20,16 @@ pub struct SgeList<'a> {
 }
 
 impl<'a> SgeList<'a> {
+    /// Returns the list over `bytes`, the bytes of a list [`sge_list`] accepted before.
+    pub(super) fn from_checked(bytes: &'a [u8]) -> Self {
+        Self { bytes }
+    }
+
+    /// Returns the size of the list in bytes.
+    pub(super) fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// Returns the number of SGEs.
     pub fn len(&self) -> usize {
         self.bytes.len() / SGE_LEN

@@ -296,6 +296,77 @@ impl<'a> SendWqe<'a> {
     }
 }
 
+impl SendWqe<'_> {
+    /// Returns the WQE detached from the bytes it was validated in, to be kept beside them
+    /// (in kernel-private memory nothing else writes) and attached again for each use
+    /// ([`CheckedSendWqe::attach`]) instead of being validated again.
+    pub fn detach(&self) -> CheckedSendWqe {
+        CheckedSendWqe {
+            wr_id: self.wr_id,
+            opcode: self.opcode,
+            flags: self.flags,
+            length: self.length,
+            op: self.op,
+            data: match self.data {
+                SendData::None => DataPlace::None,
+                SendData::Sges(l) => DataPlace::Sges(l.byte_len()),
+                SendData::Inline(d) => DataPlace::Inline(d.len()),
+            },
+        }
+    }
+}
+
+/// Where a validated WQE's local data lies in its slot: from the start of the payload area
+/// (`SEND_WQE_DATA_OFFSET`), this many bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DataPlace {
+    None,
+    Sges(usize),
+    Inline(usize),
+}
+
+/// A [`SendWqe`] detached from its slot ([`SendWqe::detach`]).
+///
+/// # Invariants
+///
+/// The fields are those of a [`SendWqe`] that passed [`validate_send_wqe`]; `data` says where
+/// its local data was in the slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckedSendWqe {
+    wr_id: u64,
+    opcode: WrOpcode,
+    flags: SendFlags,
+    length: u32,
+    op: SendOp,
+    data: DataPlace,
+}
+
+impl CheckedSendWqe {
+    /// Returns the WQE with its local data in `slot`, which must hold the bytes it was
+    /// validated in, unchanged; `None` if `slot` is too short for them.
+    pub fn attach<'a>(&self, slot: &'a [u8]) -> Option<SendWqe<'a>> {
+        let area = slot.get(SEND_WQE_DATA_OFFSET..)?;
+        let data = match self.data {
+            DataPlace::None => SendData::None,
+            DataPlace::Sges(n) => SendData::Sges(SgeList::from_checked(area.get(..n)?)),
+            DataPlace::Inline(n) => SendData::Inline(area.get(..n)?),
+        };
+        Some(SendWqe {
+            wr_id: self.wr_id,
+            opcode: self.opcode,
+            flags: self.flags,
+            length: self.length,
+            op: self.op,
+            data,
+        })
+    }
+
+    /// Returns the work request id.
+    pub fn wr_id(&self) -> u64 {
+        self.wr_id
+    }
+}
+
 /// Validates a send WQE copied out of a user-owned SQ slot (`slot` is the whole element).
 ///
 /// Only `wr` (`wr_id`, `opcode`, `send_flags`, `ex`, the union member of the opcode),

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder's transmit queue: READ responses sent in bounded bursts, in PSN order with
+//! the acknowledgements and atomic ACKs that follow them.
+//!
+//! One READ request of up to 2 GiB asks for up to 2^21 response packets at the smallest
+//! MTU. Building them all at once, in the softirq that received the request and under the
+//! engine lock, would starve the host and overflow the transmit queue (the requester then
+//! asks again, and the responder builds them all again). Instead a READ's responses are
+//! queued here ([`Queued::Read`]) and sent at most [`REPLY_BUDGET`] packets per run: the
+//! first run is the receive softirq's, the next ones the QP's BH work, which re-queues itself
+//! while responses remain (as NAPI does). When the transmit queue is full
+//! (`NET_XMIT_DROP`), the QP stops and tries the same packet again after
+//! [`TX_WAIT_US`] (its `tx_wait` timer) instead of dropping it.
+//!
+//! Responses must reach the requester in PSN order (IBA 9.7.5.1.3: an ACK beyond an
+//! incomplete READ tells the requester the READ's responses were lost), so while anything
+//! is queued, later acknowledgements and atomic ACKs queue behind it. ACKs are cumulative:
+//! a new one replaces an ACK or NAK waiting at the tail, which bounds the queue by the
+//! READs and atomics outstanding. A duplicate READ (C9-112) for a READ still queued
+//! restarts that one from the duplicate's PSN rather than queuing its responses twice.
+//!
+//! The rkey is resolved over the READ's whole range when the request is accepted (a bad one
+//! is NAKed at once) and again for each burst: a region deregistered in between ends the
+//! responses, and the requester's retry then draws the NAK.
+
+use super::{path_mtu, xmit::PKEY, Engine, QpShared};
+use crate::mr::Need;
+use crate::net::Rcvd;
+use crate::proto::rc::{AtomicReply, ReadReply, Reply};
+use kernel::alloc::KVVec;
+use kernel::prelude::*;
+
+/// Response packets a QP sends per run (receive softirq, BH work or timer).
+pub(super) const REPLY_BUDGET: u32 = 16;
+
+/// How long a QP waits when the transmit queue is full before it tries again (1 ms).
+pub(super) const TX_WAIT_US: u32 = 1000;
+
+/// Capacity of the queue: a READ or atomic ACK and one acknowledgement after each of the
+/// most READs and atomics a requester may have outstanding
+/// ([`crate::params::MAX_QP_RD_ATOM`]), and one more.
+const CAPACITY: usize = 2 * crate::params::MAX_QP_RD_ATOM as usize + 2;
+
+/// A response waiting to be sent.
+#[derive(Clone, Copy)]
+pub(super) enum Queued {
+    /// An ACK, NAK or RNR NAK.
+    Ack(Reply),
+    /// An atomic ACKnowledge.
+    Atomic(AtomicReply),
+    /// The responses of a READ, from packet `next` on.
+    Read {
+        /// The READ.
+        rd: ReadReply,
+        /// The next response packet to send.
+        next: u32,
+    },
+}
+
+/// A bounded FIFO of [`Queued`] responses.
+///
+/// # Invariants
+///
+/// `len <= ring.len()`, and `head < ring.len()` (or both are zero).
+pub(super) struct ReplyQueue {
+    ring: KVVec<Option<Queued>>,
+    head: usize,
+    len: usize,
+}
+
+impl ReplyQueue {
+    /// Returns an empty queue.
+    pub(super) fn new() -> Result<Self> {
+        Ok(Self {
+            ring: KVVec::from_elem(None, CAPACITY, GFP_KERNEL)?,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    /// Returns whether nothing is queued.
+    pub(super) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Forgets everything queued (the QP was reset or failed).
+    pub(super) fn clear(&mut self) {
+        self.ring.iter_mut().for_each(|q| *q = None);
+        self.head = 0;
+        self.len = 0;
+    }
+
+    /// Returns the index in `ring` of the `i`-th queued entry.
+    fn at(&self, i: usize) -> usize {
+        let n = self.ring.len().max(1);
+        self.head.wrapping_add(i) % n
+    }
+
+    /// Returns the oldest entry.
+    fn front_mut(&mut self) -> Option<&mut Queued> {
+        if self.len == 0 {
+            return None;
+        }
+        let i = self.head;
+        self.ring.get_mut(i)?.as_mut()
+    }
+
+    /// Drops the oldest entry.
+    fn pop_front(&mut self) {
+        if self.len == 0 {
+            return;
+        }
+        if let Some(q) = self.ring.get_mut(self.head) {
+            *q = None;
+        }
+        self.head = self.at(1);
+        self.len -= 1;
+    }
+
+    /// Returns the newest entry.
+    fn back_mut(&mut self) -> Option<&mut Queued> {
+        let i = self.at(self.len.checked_sub(1)?);
+        self.ring.get_mut(i)?.as_mut()
+    }
+
+    /// Appends `q`; `Err` if the queue is full.
+    fn push_back(&mut self, q: Queued) -> core::result::Result<(), ()> {
+        if self.len >= self.ring.len() {
+            return Err(());
+        }
+        let i = self.at(self.len);
+        *self.ring.get_mut(i).ok_or(())? = Some(q);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Returns the queued READ whose responses carry MSN `rd.msn`, if any.
+    fn read_mut(&mut self, rd: &ReadReply) -> Option<&mut Queued> {
+        let (head, len, n) = (self.head, self.len, self.ring.len().max(1));
+        self.ring
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| i.wrapping_add(n).wrapping_sub(head) % n < len)
+            .filter_map(|(_, q)| q.as_mut())
+            .find(|q| matches!(q, Queued::Read { rd: old, .. } if old.msn == rd.msn))
+    }
+}
+
+impl QpShared {
+    /// Sends an acknowledgement, or queues it behind the responses before it.
+    pub(super) fn reply_ack(&self, e: &mut Engine, r: Reply) {
+        if e.replies.is_empty() {
+            self.send_headers(e, &r.spec(e.dest_qpn, PKEY));
+            return;
+        }
+        // Acknowledgements are cumulative: the newest one says all an older one said.
+        if let Some(Queued::Ack(tail)) = e.replies.back_mut() {
+            *tail = r;
+            return;
+        }
+        if e.replies.push_back(Queued::Ack(r)).is_err() {
+            // The requester's timeout recovers it.
+            self.dev.stats.inc(Rcvd::Dropped);
+        }
+    }
+
+    /// Sends an atomic ACKnowledge, or queues it behind the responses before it.
+    pub(super) fn reply_atomic(&self, e: &mut Engine, r: AtomicReply) {
+        if e.replies.is_empty() {
+            self.send_headers(e, &r.spec(e.dest_qpn, PKEY));
+            return;
+        }
+        if e.replies.push_back(Queued::Atomic(r)).is_err() {
+            self.dev.stats.inc(Rcvd::Dropped);
+        }
+    }
+
+    /// Queues the responses of READ `rd` and sends the first burst, after checking its rkey
+    /// over the whole range (a zero-length READ names no memory: its rkey is not checked,
+    /// C9-88). `Err` if the rkey does not grant the READ: the caller NAKs it.
+    pub(super) fn reply_read(&self, e: &mut Engine, rd: ReadReply) -> Result {
+        if rd.len != 0 {
+            self.resolve(rd.rkey, rd.va, rd.len, Need::RemoteRead)?;
+        }
+        if let Some(q) = e.replies.read_mut(&rd) {
+            // A duplicate of a READ still being answered: restart it from the duplicate's
+            // PSN (its responses before that arrived, or the requester would ask earlier).
+            *q = Queued::Read { rd, next: 0 };
+        } else if e.replies.push_back(Queued::Read { rd, next: 0 }).is_err() {
+            // More READs than the requester may have outstanding: its retry asks again.
+            self.dev.stats.inc(Rcvd::Dropped);
+            return Ok(());
+        }
+        self.send_replies(e);
+        Ok(())
+    }
+
+    /// Sends queued responses, at most [`REPLY_BUDGET`] packets; if some remain, the QP's
+    /// BH work carries on (or its `tx_wait` timer, when the transmit queue is full).
+    pub(super) fn send_replies(&self, e: &mut Engine) {
+        let mut budget = REPLY_BUDGET;
+        while budget > 0 {
+            let Some(&mut front) = e.replies.front_mut() else {
+                return;
+            };
+            match front {
+                Queued::Ack(r) => self.send_headers(e, &r.spec(e.dest_qpn, PKEY)),
+                Queued::Atomic(r) => self.send_headers(e, &r.spec(e.dest_qpn, PKEY)),
+                Queued::Read { rd, next } => match self.send_read_burst(e, &rd, next, budget) {
+                    Burst::Done(sent) => budget = budget.saturating_sub(sent),
+                    Burst::More(next) => {
+                        if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
+                            *n = next;
+                        }
+                        budget = 0;
+                        continue;
+                    }
+                    Burst::Full(next) => {
+                        if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
+                            *n = next;
+                        }
+                        self.dev.stats.inc(Rcvd::TxPaused);
+                        self.tx_wait.arm_after_us(TX_WAIT_US);
+                        return;
+                    }
+                },
+            }
+            e.replies.pop_front();
+            budget = budget.saturating_sub(1);
+        }
+        if !e.replies.is_empty() {
+            self.kick.queue();
+        }
+    }
+
+    /// Sends response packets of `rd` from `next` on, at most `budget` of them.
+    fn send_read_burst(&self, e: &mut Engine, rd: &ReadReply, next: u32, budget: u32) -> Burst {
+        let mtu = path_mtu(&e.attrs);
+        let total = rd.packets(mtu);
+        let mem = if rd.len == 0 {
+            None
+        } else {
+            match self.resolve(rd.rkey, rd.va, rd.len, Need::RemoteRead) {
+                Ok(mem) => Some(mem),
+                // The region went away: stop here (the requester's retry draws a NAK).
+                Err(_) => return Burst::Done(0),
+            }
+        };
+        let mut i = next;
+        let end = next.saturating_add(budget).min(total);
+        while i < end {
+            let r = rd.response(i, mtu);
+            let spec = r.spec(e.dest_qpn, PKEY, rd.msn, &[]);
+            let id = e.next_ip_id();
+            let sent = match (usize::try_from(r.offset), usize::try_from(r.len)) {
+                (Ok(at), Ok(len)) => self.xmit(&e.ip, id, &spec, len, |out| match &mem {
+                    Some(mem) => mem.read(at, out),
+                    None => Ok(()),
+                }),
+                _ => Err(EINVAL),
+            };
+            if sent == Err(ENOBUFS) {
+                return Burst::Full(i);
+            }
+            // Any other failure is a lost response: the requester asks again.
+            self.count_sent(sent, false);
+            i += 1;
+        }
+        if i < total {
+            Burst::More(i)
+        } else {
+            Burst::Done(i - next)
+        }
+    }
+}
+
+/// How far a burst of READ responses got.
+enum Burst {
+    /// All sent; this many packets in this burst.
+    Done(u32),
+    /// The budget ran out before this packet.
+    More(u32),
+    /// The transmit queue was full at this packet.
+    Full(u32),
+}

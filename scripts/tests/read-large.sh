@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Large RDMA READs between two rrxe guests (issue 10, "remote amplification"): guest b
+# READs 16 MiB from guest a twice, at path MTU 256 (65536 response packets per READ, far
+# more than a transmit queue holds), checked byte for byte by xfer. Guest a's responder
+# must pace its responses (bounded bursts from softirq work, pausing on a full transmit
+# queue) instead of building them all at once, so:
+#  - read_16m_mtu256 (guest a): both READs complete with the right data;
+#  - read_16m_responsive (guest b): guest a answers pings sent from guest b meanwhile (one a
+#    second; at most one may go unanswered, the one in flight when the transfer ends), and
+#    the worst round trip is printed;
+#  - read_16m_no_send_errors (guest a): the responder lost no response to a full queue
+#    (send_errors did not move; tx_paused says how often it had to wait).
+# Before pacing, the responder built all 65536 responses in one softirq: the transmit queue
+# dropped most of them, the requester's retries ran out, and guest a answered no ping.
+. /usr/local/lib/rrxe/lib.sh
+
+FAILED=0
+ok() { echo "RRXE-TEST $1 ok${2:+ ($2)}"; }
+bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
+counter() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1" 2>/dev/null || echo 0; }
+rdma_use rrxe
+
+XFER_TIMEOUT=240
+errs0=$(counter send_errors)
+if [ "$RRXE_NAME" = b ]; then
+	ping "$RRXE_PEER" >/tmp/ping.out 2>&1 &
+	p=$!
+fi
+xfer_pair read_16m_mtu256 19101 -t rc -o read -s 16777216 -n 2 -m 256 -T 200 || FAILED=1
+if [ "$RRXE_NAME" = b ]; then
+	kill -INT $p
+	wait $p
+	cat /tmp/ping.out | tail -3
+	sent=$(sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p' /tmp/ping.out)
+	got=$(sed -n 's/.* \([0-9]*\) packets received.*/\1/p' /tmp/ping.out)
+	max=$(sed -n 's|.*min/avg/max = [0-9.]*/[0-9.]*/\([0-9.]*\) ms.*|\1|p' /tmp/ping.out)
+	if [ -n "$sent" ] && [ "$sent" -ge 5 ] && [ "${got:-0}" -ge $((sent - 1)) ]; then
+		ok read_16m_responsive "$got of $sent pings answered, worst round trip ${max:-?} ms"
+	else
+		bad read_16m_responsive "${got:-0} of ${sent:-0} pings answered during the READs"
+	fi
+else
+	errs=$(( $(counter send_errors) - errs0 ))
+	if [ "$errs" = 0 ]; then
+		ok read_16m_no_send_errors "tx_paused $(counter tx_paused)"
+	else
+		bad read_16m_no_send_errors "$errs responses lost (send_errors), tx_paused $(counter tx_paused)"
+	fi
+fi
+rdma statistic show link "$DEV/1"
+exit $FAILED
