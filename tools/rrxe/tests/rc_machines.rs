@@ -473,6 +473,41 @@ fn retry_cnt_7_is_seven_retries() {
 }
 
 #[test]
+fn timeouts_without_progress_double_the_timeout_until_progress() {
+    // Each expiry without progress doubles the local ACK timeout (up to 32 times): a slow
+    // responder is waited for; retry_cnt still bounds the expiries; an ACK resets both.
+    let mut s = sender(0, 7, 7);
+    s.post(wqe(0, WrOp::Send, 10)).unwrap();
+    s.post(wqe(1, WrOp::Send, 10)).unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..7 {
+        drain_tx(&mut s);
+        drain_poll(&mut s);
+        seen.push(s.rto_multiplier());
+        s.on_retransmit_timeout();
+    }
+    assert_eq!(seen, [1, 2, 4, 8, 16, 32, 32]);
+    drain_tx(&mut s);
+    drain_poll(&mut s);
+    s.on_response(&ack(0));
+    assert_eq!(s.rto_multiplier(), 1, "progress resets the backoff");
+    assert_eq!(completions(&drain_poll(&mut s)), [(0, WcStatus::Success)]);
+    // And the retry counter: seven more expiries are retried, the eighth fails the WQE.
+    for _ in 0..7 {
+        drain_tx(&mut s);
+        drain_poll(&mut s);
+        s.on_retransmit_timeout();
+    }
+    drain_tx(&mut s);
+    drain_poll(&mut s);
+    s.on_retransmit_timeout();
+    assert_eq!(
+        completions(&drain_poll(&mut s)),
+        [(1, WcStatus::RetryExcErr)]
+    );
+}
+
+#[test]
 fn spurious_timeouts_are_ignored() {
     let mut s = sender(0, 0, 0);
     s.on_retransmit_timeout();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Protection domains and completion queues.
+//! Completion queues.
 //!
 //! A completion queue is an rxe shared queue of 64-byte slots that the kernel produces into;
 //! for a user CQ the queue is mapped by rdma-core's rxe provider, which polls it without a
@@ -28,20 +28,6 @@ pub(crate) const CQE_LEN: usize = 49;
 
 /// `IB_WC_WITH_NETWORK_HDR_TYPE`: the completion says which IP version the GRH holds.
 const WC_WITH_NETWORK_HDR_TYPE: u32 = 1 << 6;
-
-/// Per-PD state.
-pub(crate) struct RrxePd {
-    /// Identity, never reused on the device (64-bit, counted up): memory regions and QPs
-    /// compare it.
-    pub(crate) id: u64,
-    _slot: Slot,
-}
-
-impl RrxePd {
-    pub(crate) fn new(slot: Slot, id: u64) -> Self {
-        Self { id, _slot: slot }
-    }
-}
 
 /// Per-CQ state.
 #[pin_data]

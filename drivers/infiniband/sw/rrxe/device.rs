@@ -3,11 +3,12 @@
 //! Device creation and the device-level verbs.
 
 use crate::ah::{RrxeAh, MAX_AH};
-use crate::cq::{RrxeCq, RrxePd};
+use crate::cq::RrxeCq;
 use crate::engine::QpShared;
 use crate::mr::{MrInner, RrxeMr};
 use crate::net::{Stats, HW_STATS};
 use crate::params::{self, Counter};
+use crate::pd::RrxePd;
 use crate::qp::RrxeQp;
 use kernel::prelude::*;
 use kernel::rdma::BhGuard;

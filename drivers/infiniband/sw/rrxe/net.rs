@@ -20,10 +20,11 @@ use kernel::rdma::{
 };
 use kernel::sync::atomic::{ordering::Relaxed, Atomic};
 
-/// Receive outcomes, each a port counter, in the order of [`HW_STATS`].
+/// The port counters (`rdma statistic show`), in the order of [`HW_STATS`]: what became of
+/// received packets, and of transmissions, completions and work requests.
 #[derive(Copy, Clone)]
 #[repr(usize)]
-pub(crate) enum Rcvd {
+pub(crate) enum PortCounter {
     /// Well-formed packets with a valid ICRC.
     Pkts,
     /// Packets whose ICRC did not match (dropped).
@@ -82,7 +83,7 @@ impl Stats {
         Self([const { Atomic::new(0) }; NUM_STATS])
     }
 
-    pub(crate) fn inc(&self, s: Rcvd) {
+    pub(crate) fn inc(&self, s: PortCounter) {
         if let Some(c) = self.0.get(s as usize) {
             c.add(1u64, Relaxed);
         }
@@ -117,24 +118,24 @@ fn source_gid(ip: &IpHdr<'_>) -> [u8; 16] {
 fn classify<'a>(
     ip: &'a [u8],
     udp: &'a [u8],
-) -> core::result::Result<(Packet<'a>, IpHdr<'a>), Rcvd> {
-    let (udp_hdr, rest) = udp.split_at_checked(8).ok_or(Rcvd::Malformed)?;
+) -> core::result::Result<(Packet<'a>, IpHdr<'a>), PortCounter> {
+    let (udp_hdr, rest) = udp.split_at_checked(8).ok_or(PortCounter::Malformed)?;
     // The UDP length bounds the payload (link-layer padding is not part of it).
-    let len_bytes = udp_hdr.get(4..6).ok_or(Rcvd::Malformed)?;
-    let udp_len = usize::from(u16::from_be_bytes([
-        len_bytes.first().copied().unwrap_or(0),
-        len_bytes.last().copied().unwrap_or(0),
-    ]));
+    let len_bytes = udp_hdr
+        .get(4..)
+        .and_then(|b| b.first_chunk::<2>())
+        .ok_or(PortCounter::Malformed)?;
+    let udp_len = usize::from(u16::from_be_bytes(*len_bytes));
     let payload = rest
-        .get(..udp_len.checked_sub(8).ok_or(Rcvd::Malformed)?)
-        .ok_or(Rcvd::Malformed)?;
-    let pkt = packet::parse(payload).map_err(|_| Rcvd::Malformed)?;
+        .get(..udp_len.checked_sub(8).ok_or(PortCounter::Malformed)?)
+        .ok_or(PortCounter::Malformed)?;
+    let pkt = packet::parse(payload).map_err(|_| PortCounter::Malformed)?;
     let ip = match ip.first().map(|b| b >> 4) {
         Some(4) => IpHdr::V4(ip),
         Some(6) => IpHdr::V6(ip),
-        _ => return Err(Rcvd::Malformed),
+        _ => return Err(PortCounter::Malformed),
     };
-    icrc::verify(&kernel_crc32, ip, udp_hdr, payload).map_err(|_| Rcvd::IcrcErr)?;
+    icrc::verify(&kernel_crc32, ip, udp_hdr, payload).map_err(|_| PortCounter::IcrcErr)?;
     Ok((pkt, ip))
 }
 
@@ -146,24 +147,24 @@ impl TunnelRx for Rrxe {
         };
         let stats = &dev.data().shared.stats;
         if pkt.linearize().is_err() {
-            stats.inc(Rcvd::Malformed);
+            stats.inc(PortCounter::Malformed);
             return;
         }
         let taken = match pkt
             .headers()
-            .ok_or(Rcvd::Malformed)
+            .ok_or(PortCounter::Malformed)
             .and_then(|(ip, udp)| classify(ip, udp))
         {
             Ok((p, ip)) => {
-                stats.inc(Rcvd::Pkts);
+                stats.inc(PortCounter::Pkts);
                 match dev.data().qp(p.bth.dest_qp().get()) {
                     Some(qp) if qp.receive(&p, &ip, &source_gid(&ip)) => true,
                     Some(_) => {
-                        stats.inc(Rcvd::Dropped);
+                        stats.inc(PortCounter::Dropped);
                         false
                     }
                     None => {
-                        stats.inc(Rcvd::UnknownQp);
+                        stats.inc(PortCounter::UnknownQp);
                         false
                     }
                 }

@@ -11,7 +11,8 @@
 //! - `device.rs`: device creation and the device-level verbs (queries, user contexts).
 //! - `params.rs`: device limits, object counters, netdevice-to-RDMA mappings (MTU, GUID).
 //! - `queue.rs`: the rxe shared queue (ring in memory mapped by the user provider).
-//! - `cq.rs`: protection domains and completion queues.
+//! - `pd.rs`: protection domains.
+//! - `cq.rs`: completion queues.
 //! - `ah.rs`: address handles (checked address vectors, numbered for the user ABI).
 //! - `mr.rs`: memory regions: pinned user memory and its keys.
 //! - `net.rs`: the receive path (UDP port 4791): attribution, parsing, ICRC, dispatch to the
@@ -49,6 +50,7 @@ mod engine;
 mod mr;
 mod net;
 mod params;
+mod pd;
 pub mod proto;
 mod qp;
 mod queue;

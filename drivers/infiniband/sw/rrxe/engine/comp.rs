@@ -9,7 +9,7 @@
 
 use super::{raw_wr_id, Engine, Events, QpShared, WQE_BUDGET};
 use crate::cq::CQE_LEN;
-use crate::net::Rcvd;
+use crate::net::PortCounter;
 use crate::proto::rc::{responder::RecvCompletion, SendAction, WcStatus};
 use crate::proto::uabi::{self, Completion, WcEx};
 use kernel::rdma::qp::QpState;
@@ -50,7 +50,7 @@ impl QpShared {
         let Some(status) = e.sq_error.take() else {
             return;
         };
-        self.dev.stats.inc(Rcvd::BadWqes);
+        self.dev.stats.inc(PortCounter::BadWqes);
         if let Ok(prod) = self.sq.producer_acquire() {
             if let Ok(Some(slot)) = e.sqs.next_to_start(prod) {
                 let mut hdr = [0u8; 8];
@@ -114,9 +114,9 @@ impl QpShared {
         };
         let (posted, fire) = cq.data().post(&bytes, solicited);
         self.dev.stats.inc(if posted {
-            Rcvd::Completions
+            PortCounter::Completions
         } else {
-            Rcvd::CqOverflows
+            PortCounter::CqOverflows
         });
         if fire {
             match side {

@@ -499,8 +499,13 @@ impl QpShared {
         let taken = {
             let mut e = self.eng.lock();
             let e = &mut *e;
-            let is_request = pkt.opcode().info().is_some_and(|i| i.is_request());
+            let info = pkt.opcode().info();
+            let is_request = info.is_some_and(|i| i.is_request());
             if pkt.bth.pkey() & 0x7fff != PKEY & 0x7fff {
+                false
+            } else if !info.is_some_and(|i| i.allowed_on(self.qp_type)) {
+                // An opcode of another transport (an RC QP is not a UC or UD one): dropped,
+                // never executed with the semantics of this QP's transport.
                 false
             } else if self.qp_type == WireQpType::Ud {
                 self.on_datagram(e, &mut ev, pkt, ip)

@@ -26,7 +26,7 @@
 
 use super::{path_mtu, xmit::PKEY, Engine, QpShared};
 use crate::mr::Need;
-use crate::net::Rcvd;
+use crate::net::PortCounter;
 use crate::proto::rc::{AtomicReply, ReadReply, Reply};
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
@@ -161,7 +161,7 @@ impl QpShared {
         }
         if e.replies.push_back(Queued::Ack(r)).is_err() {
             // The requester's timeout recovers it.
-            self.dev.stats.inc(Rcvd::Dropped);
+            self.dev.stats.inc(PortCounter::Dropped);
         }
     }
 
@@ -172,7 +172,7 @@ impl QpShared {
             return;
         }
         if e.replies.push_back(Queued::Atomic(r)).is_err() {
-            self.dev.stats.inc(Rcvd::Dropped);
+            self.dev.stats.inc(PortCounter::Dropped);
         }
     }
 
@@ -189,7 +189,7 @@ impl QpShared {
             *q = Queued::Read { rd, next: 0 };
         } else if e.replies.push_back(Queued::Read { rd, next: 0 }).is_err() {
             // More READs than the requester may have outstanding: its retry asks again.
-            self.dev.stats.inc(Rcvd::Dropped);
+            self.dev.stats.inc(PortCounter::Dropped);
             return Ok(());
         }
         self.send_replies(e);
@@ -220,7 +220,7 @@ impl QpShared {
                         if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
                             *n = next;
                         }
-                        self.dev.stats.inc(Rcvd::TxPaused);
+                        self.dev.stats.inc(PortCounter::TxPaused);
                         self.tx_wait.arm_after_us(TX_WAIT_US);
                         return;
                     }

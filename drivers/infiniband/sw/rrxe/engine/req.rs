@@ -282,7 +282,9 @@ impl QpShared {
                 SendAction::Complete(c) => self.complete_send(e, ev, c.id, c.status),
                 SendAction::ArmRetransmitTimer => {
                     if let (Some(us), false) = (e.timeout_us, self.qp_type == WireQpType::Uc) {
-                        self.rto.arm_after_us(us);
+                        // Doubled after each expiry without progress (see the completer).
+                        self.rto
+                            .arm_after_us(us.saturating_mul(e.sender.rto_multiplier()));
                     }
                 }
                 SendAction::StopRetransmitTimer => self.rto.stop(),

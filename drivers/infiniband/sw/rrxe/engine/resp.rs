@@ -16,7 +16,7 @@
 
 use super::{Engine, Events, QpShared};
 use crate::mr::Need;
-use crate::net::Rcvd;
+use crate::net::PortCounter;
 use crate::proto::{
     aeth::Syndrome,
     opcode::QpType as WireQpType,
@@ -63,7 +63,7 @@ impl QpShared {
             .reply
             .is_some_and(|r| matches!(r.syndrome, Syndrome::RnrNak(_)))
         {
-            self.dev.stats.inc(Rcvd::RnrNaksSent);
+            self.dev.stats.inc(PortCounter::RnrNaksSent);
         }
         if out.begin_recv {
             // The head was validated into `stage`; it becomes the current receive WQE.

@@ -8,7 +8,7 @@
 //! only with the QP's Q_Key; without a posted receive it is dropped, as on a wire.
 
 use super::{comp::CqSide, path_mtu, raw_wr_id, xmit::PKEY, Engine, Events, QpShared, WQE_BUDGET};
-use crate::net::Rcvd;
+use crate::net::PortCounter;
 use crate::proto::{
     bth::{BthFields, Qpn},
     ext::{DethFields, ImmDtFields},
@@ -126,9 +126,9 @@ impl QpShared {
         // A datagram that cannot be sent is lost, as on a wire; a bad local key is the
         // sender's error.
         match sent {
-            Ok(()) => self.dev.stats.inc(Rcvd::SentPkts),
+            Ok(()) => self.dev.stats.inc(PortCounter::SentPkts),
             Err(e) if e == EINVAL => return Err(WcStatus::LocProtErr),
-            Err(_) => self.dev.stats.inc(Rcvd::SendErrors),
+            Err(_) => self.dev.stats.inc(PortCounter::SendErrors),
         }
         Ok(())
     }

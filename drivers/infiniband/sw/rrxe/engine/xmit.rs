@@ -6,12 +6,12 @@
 //! QP of this device.
 //!
 //! Every packet rrxe sends goes through [`QpShared::xmit`], under the engine lock; the
-//! counters say what became of it ([`Rcvd::SentPkts`], [`Rcvd::Retransmits`],
-//! [`Rcvd::SendErrors`]: a packet that cannot be sent is lost, as on a wire, and the
+//! counters say what became of it ([`PortCounter::SentPkts`], [`PortCounter::Retransmits`],
+//! [`PortCounter::SendErrors`]: a packet that cannot be sent is lost, as on a wire, and the
 //! transport recovers it).
 
 use super::{Engine, QpShared};
-use crate::net::Rcvd;
+use crate::net::PortCounter;
 use crate::proto::{
     icrc::{self, IpHdr, UDP_LEN},
     ip::{self, IpParams},
@@ -76,9 +76,9 @@ impl QpShared {
     /// Counts the outcome of a transmission (a lost packet is recovered by the transport).
     pub(super) fn count_sent(&self, sent: Result, retransmit: bool) {
         self.dev.stats.inc(match sent {
-            Ok(()) if retransmit => Rcvd::Retransmits,
-            Ok(()) => Rcvd::SentPkts,
-            Err(_) => Rcvd::SendErrors,
+            Ok(()) if retransmit => PortCounter::Retransmits,
+            Ok(()) => PortCounter::SentPkts,
+            Err(_) => PortCounter::SendErrors,
         });
     }
 

@@ -25,7 +25,12 @@
 //! Deviations from rxe (rxe_comp.c), following IBA 9.7.5.2 instead:
 //!
 //! - rxe treats `retry_cnt == 7` as infinite, like `rnr_retry`; the IBA gives only
-//!   `rnr_retry` that meaning, so here 7 means seven retries.
+//!   `rnr_retry` that meaning, so here 7 means seven retries. Instead, each expiry without
+//!   progress doubles the local ACK timeout, up to 32 times
+//!   ([`Sender::rto_multiplier`]), and progress resets it: a responder that is slow for a
+//!   while (rdma_rxe under load answers a window of 64 KiB messages in more than the 67 ms
+//!   that rdma-core's tools ask for) is waited for, and a dead one still ends the QP with
+//!   [`WcStatus::RetryExcErr`], after about 127 timeouts instead of never.
 //! - rxe resets the retry counters only on a positive ACK; here any forward progress
 //!   (including the implicit acknowledgement of a NAK) resets them, so that a lossy but
 //!   working link cannot exhaust them.
@@ -451,6 +456,7 @@ impl<const N: usize> Sender<N> {
         self.retry_left = self.cfg.retry_cnt;
         self.rnr_left = self.cfg.rnr_retry;
         self.retry_started = false;
+        self.rto_backoff = 0;
         self.rnr_wait = false;
         if self.max_sent.diff(new_una) > 0 {
             self.rto_armed = true;
@@ -471,7 +477,12 @@ impl<const N: usize> Sender<N> {
         }
         self.retry_left = self.retry_left.wrapping_sub(1);
         self.retry_started = true;
-        if !timeout {
+        if timeout {
+            self.rto_backoff = self
+                .rto_backoff
+                .saturating_add(1)
+                .min(super::requester::MAX_RTO_BACKOFF);
+        } else {
             // The retransmissions re-arm it.
             self.rto_armed = false;
             self.rto_cmd = Some(false);
