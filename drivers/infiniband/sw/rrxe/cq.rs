@@ -2,18 +2,23 @@
 
 //! Completion queues.
 //!
-//! A completion queue is an rxe shared queue of 64-byte slots that the kernel produces into;
-//! for a user CQ the queue is mapped by rdma-core's rxe provider, which polls it without a
-//! system call. `ibv_req_notify_cq` arms a completion event under the CQ lock.
+//! A user CQ is an rxe shared queue of 128-byte slots that the kernel produces into, mapped
+//! by rdma-core's rxe provider, which polls it without a system call; the producer index is
+//! the kernel's own ([`ProducedQueue`]). A kernel consumer's CQ holds `struct ib_wc` values. `ibv_req_notify_cq` arms a completion event under the CQ lock.
 
-use crate::params::Slot;
-use crate::proto::uabi::{QueueGeometry, UverbsWc, CACHE_LINE_SIZE, UPSTREAM_CQE_SIZE};
-use crate::queue::SharedQueue;
+use crate::params::Charge;
+use crate::proto::uabi::{
+    Completion, QueueGeometry, CACHE_LINE_SIZE, UPSTREAM_CQE_SIZE, UVERBS_WC_LEN,
+};
+use crate::queue::{ProducedQueue, SharedQueue};
 use crate::Rrxe;
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::cq::{Cq, CqInit, NotifyFlags};
-use kernel::rdma::{wr::Wc, BhGuard};
+use kernel::rdma::{
+    wr::{QpHandle, Wc},
+    BhGuard,
+};
 use kernel::sync::SpinLock;
 
 /// The geometry of a CQ ring of at least `cqe` entries: slots of `struct rxe_cqe` (72
@@ -21,10 +26,6 @@ use kernel::sync::SpinLock;
 fn cq_geometry(cqe: u32) -> Result<QueueGeometry> {
     QueueGeometry::new(cqe, UPSTREAM_CQE_SIZE, CACHE_LINE_SIZE).map_err(|_| EINVAL)
 }
-
-/// Bytes of a completion entry the driver writes: a `struct ib_uverbs_wc` (48 bytes, what
-/// the user provider reads) and one byte for the kernel consumer's `network_hdr_type`.
-pub(crate) const CQE_LEN: usize = 49;
 
 /// `IB_WC_WITH_NETWORK_HDR_TYPE`: the completion says which IP version the GRH holds.
 const WC_WITH_NETWORK_HDR_TYPE: u32 = 1 << 6;
@@ -34,11 +35,20 @@ const WC_WITH_NETWORK_HDR_TYPE: u32 = 1 << 6;
 pub(crate) struct RrxeCq {
     #[pin]
     state: SpinLock<CqState>,
-    _slot: Slot,
+    _charge: Charge,
+}
+
+/// Where the completions wait.
+enum Ring {
+    /// A user CQ: the rxe ring that rdma-core's provider maps and polls.
+    User(ProducedQueue),
+    /// A kernel consumer's CQ: the completions as `struct ib_wc` values, handed to
+    /// `ib_poll_cq` as they are (never laid out in the user ABI and parsed back).
+    Kernel(WcRing),
 }
 
 struct CqState {
-    queue: SharedQueue,
+    ring: Ring,
     /// Armed `IB_CQ_SOLICITED` / `IB_CQ_NEXT_COMP` flags.
     notify: u32,
     /// Completions lost because the queue was full.
@@ -47,7 +57,10 @@ struct CqState {
 
 impl RrxeCq {
     /// Creates the queue of a new CQ (`ibv_create_cq`, `ib_alloc_cq`).
-    pub(crate) fn new(init: &CqInit<'_, Rrxe>, slot: Slot) -> Result<impl PinInit<Self, Error>> {
+    pub(crate) fn new(
+        init: &CqInit<'_, Rrxe>,
+        charge: Charge,
+    ) -> Result<impl PinInit<Self, Error>> {
         if init.flags != 0 {
             return Err(EOPNOTSUPP);
         }
@@ -55,7 +68,7 @@ impl RrxeCq {
             return Err(EINVAL);
         }
         let geo = cq_geometry(init.cqe)?;
-        let queue = match (init.udata, init.ucontext) {
+        let ring = match (init.udata, init.ucontext) {
             (Some(udata), Some(ctx)) => {
                 // struct rxe_create_cq_resp { struct mminfo mi; }
                 if udata.out_len() < crate::queue::MMINFO_SIZE {
@@ -63,35 +76,49 @@ impl RrxeCq {
                 }
                 let (queue, mi) = SharedQueue::new_user(ctx, geo)?;
                 udata.respond(&mi)?;
-                queue
+                Ring::User(ProducedQueue::new(queue))
             }
-            (None, _) => SharedQueue::new_kernel(geo)?,
+            (None, _) => Ring::Kernel(WcRing::new(geo.capacity())?),
             (Some(_), None) => return Err(EINVAL),
         };
         init.set_cqe(geo.capacity());
         Ok(try_pin_init!(Self {
             state <- new_spinlock!(
                 CqState {
-                    queue,
+                    ring,
                     notify: 0,
                     overflows: 0,
                 },
                 "rrxe_cq"
             ),
-            _slot: slot,
+            _charge: charge,
         }))
     }
 
-    /// Appends a completion entry; returns whether it was (the queue was not full) and
-    /// whether a completion event is due (the CQ was armed for the next completion, or for a
-    /// solicited one and this one is).
+    /// Appends a completion of the QP `qp`, with the `RDMA_NETWORK_*` type `net` of a UD
+    /// receive's GRH (0 otherwise; only kernel consumers are told); returns whether it was
+    /// appended (the queue was not full) and whether a completion event is due (the CQ was
+    /// armed for the next completion, or for a solicited one and this one is).
     ///
     /// # Context
     ///
     /// Softirq, or bottom halves disabled (the data path).
-    pub(crate) fn post(&self, cqe: &[u8], solicited: bool) -> (bool, bool) {
+    pub(crate) fn post(
+        &self,
+        c: &Completion,
+        qp: QpHandle,
+        net: u8,
+        solicited: bool,
+    ) -> (bool, bool) {
         let mut st = self.state.lock();
-        if st.queue.push(cqe).is_err() {
+        let appended = match &mut st.ring {
+            Ring::User(q) => {
+                let mut cqe = [0u8; UVERBS_WC_LEN];
+                c.write(&mut cqe).is_ok() && q.push(&cqe).is_ok()
+            }
+            Ring::Kernel(r) => r.push(kernel_wc(c, qp, net)),
+        };
+        if !appended {
             // A full CQ loses the completion: the consumer polls too slowly for the queue
             // it sized (IBA 11.4.2.1 makes this a CQ error; rxe drops it as well).
             st.overflows = st.overflows.wrapping_add(1);
@@ -105,18 +132,6 @@ impl RrxeCq {
         (true, fire)
     }
 
-    /// Takes the oldest entry of a kernel consumer's CQ: the `struct ib_uverbs_wc` layout
-    /// and, at byte 48, the network header type of a UD receive.
-    pub(crate) fn poll(&self) -> Option<[u8; CQE_LEN]> {
-        let _bh = BhGuard::new();
-        let st = self.state.lock();
-        let mut cqe = [0u8; CQE_LEN];
-        match st.queue.pop(&mut cqe) {
-            Ok(true) => Some(cqe),
-            _ => None,
-        }
-    }
-
     /// Arms the completion event; returns whether completions are already waiting and the
     /// caller asked to know.
     pub(crate) fn req_notify(&self, flags: NotifyFlags) -> Result<bool> {
@@ -128,36 +143,21 @@ impl RrxeCq {
         } else {
             NotifyFlags::NEXT_COMP
         };
-        Ok(flags.report_missed() && !st.queue.is_empty()?)
+        let waiting = match &st.ring {
+            Ring::User(q) => q.count()? != 0,
+            Ring::Kernel(r) => r.len != 0,
+        };
+        Ok(flags.report_missed() && waiting)
     }
 
-    /// `poll_cq` of a kernel consumer.
+    /// `poll_cq` of a kernel consumer: the oldest completion.
     pub(crate) fn poll_wc(cq: &Cq<Rrxe>) -> Option<Wc> {
-        let cqe = cq.data().poll()?;
-        let f = UverbsWc::new(&cqe)?.fields();
-        let qp = {
-            let _bh = BhGuard::new();
-            cq.device().data().qp(f.qp_num).map(|q| q.handle())
-        };
-        let net = cqe.get(48).copied().unwrap_or(0);
-        Some(Wc {
-            wr_id: f.wr_id,
-            status: f.status,
-            opcode: f.opcode,
-            byte_len: f.byte_len,
-            qp,
-            ex: f.ex,
-            src_qp: f.src_qp,
-            wc_flags: f.wc_flags
-                | if net != 0 {
-                    WC_WITH_NETWORK_HDR_TYPE
-                } else {
-                    0
-                },
-            pkey_index: f.pkey_index,
-            port_num: u32::from(f.port_num),
-            network_hdr_type: net,
-        })
+        let _bh = BhGuard::new();
+        let mut st = cq.data().state.lock();
+        match &mut st.ring {
+            Ring::Kernel(r) => r.pop(),
+            Ring::User(_) => None,
+        }
     }
 
     /// Resizes a user CQ to at least `cqe` entries, keeping the waiting completions.
@@ -183,8 +183,10 @@ impl RrxeCq {
         udata.respond(&mi)?;
         let bh = BhGuard::new();
         let mut st = this.state.lock();
-        st.queue.move_into(&queue)?;
-        let old = core::mem::replace(&mut st.queue, queue);
+        let Ring::User(q) = &mut st.ring else {
+            return Err(EINVAL);
+        };
+        let old = core::mem::replace(q, q.resize_into(queue)?);
         cq.set_cqe(geo.capacity());
         drop(st);
         drop(bh);
@@ -192,5 +194,81 @@ impl RrxeCq {
         // userspace unmaps it.
         drop(old);
         Ok(())
+    }
+}
+
+/// The `struct ib_wc` of a completion, for a kernel consumer.
+fn kernel_wc(c: &Completion, qp: QpHandle, net: u8) -> Wc {
+    Wc {
+        wr_id: c.wr_id,
+        status: c.status as u32,
+        opcode: c.opcode as u32,
+        byte_len: c.byte_len,
+        qp: Some(qp),
+        ex: c.ex.raw(),
+        src_qp: c.src_qp,
+        wc_flags: c.flags.0
+            | if net != 0 {
+                WC_WITH_NETWORK_HDR_TYPE
+            } else {
+                0
+            },
+        pkey_index: c.pkey_index,
+        port_num: u32::from(c.port_num),
+        network_hdr_type: net,
+    }
+}
+
+/// A kernel consumer's completions, oldest first, in a ring allocated at creation.
+///
+/// # Invariants
+///
+/// `head < slots.len()` (or both are 0) and `len <= slots.len()`.
+struct WcRing {
+    slots: KVVec<Wc>,
+    head: usize,
+    len: usize,
+}
+
+impl WcRing {
+    fn new(capacity: u32) -> Result<Self> {
+        let n = usize::try_from(capacity)?;
+        let mut slots = KVVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            slots.push(Wc::default(), GFP_KERNEL)?;
+        }
+        Ok(Self {
+            slots,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    /// Appends `wc`; `false` if the ring is full.
+    fn push(&mut self, wc: Wc) -> bool {
+        let cap = self.slots.len();
+        if self.len >= cap {
+            return false;
+        }
+        let i = (self.head + self.len) % cap;
+        match self.slots.get_mut(i) {
+            Some(s) => {
+                *s = wc;
+                self.len += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes the oldest completion.
+    fn pop(&mut self) -> Option<Wc> {
+        if self.len == 0 {
+            return None;
+        }
+        let wc = *self.slots.get(self.head)?;
+        self.head = (self.head + 1) % self.slots.len();
+        self.len -= 1;
+        Some(wc)
     }
 }

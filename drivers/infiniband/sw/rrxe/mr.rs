@@ -8,7 +8,7 @@
 //! to the region, so the data path can resolve an lkey or rkey without the core's help and a
 //! stale key (same index, another byte) does not match.
 
-use crate::params::Slot;
+use crate::params::Charge;
 pub(crate) use crate::proto::target::Access as Need;
 use crate::proto::target::Region;
 use crate::Rrxe;
@@ -80,7 +80,7 @@ pub(crate) struct RrxeMr {
     /// The region in the key table; `None` for a kernel PD's DMA region, which is named by
     /// the device's `local_dma_lkey` instead.
     inner: Option<Arc<MrInner>>,
-    _slot: Slot,
+    _charge: Charge,
 }
 
 impl RrxeMr {
@@ -91,7 +91,7 @@ impl RrxeMr {
         }
         let dev = pd.device();
         let data = dev.data();
-        let slot = data.mrs_used.take()?;
+        let charge = data.mrs_used.take()?;
         let len = usize::try_from(req.length).map_err(|_| EINVAL)?;
         let umem = Umem::get(dev, req.start, len, req.access)?;
         let inner = data.insert_mr(|key| {
@@ -115,7 +115,7 @@ impl RrxeMr {
             },
             Self {
                 inner: Some(inner),
-                _slot: slot,
+                _charge: charge,
             },
         ))
     }
@@ -127,7 +127,7 @@ impl RrxeMr {
         if access & !access::LOCAL_WRITE != 0 {
             return Err(EOPNOTSUPP);
         }
-        let slot = pd.device().data().mrs_used.take()?;
+        let charge = pd.device().data().mrs_used.take()?;
         Ok((
             MrKeys {
                 lkey: crate::engine::LOCAL_DMA_LKEY,
@@ -135,7 +135,7 @@ impl RrxeMr {
             },
             Self {
                 inner: None,
-                _slot: slot,
+                _charge: charge,
             },
         ))
     }

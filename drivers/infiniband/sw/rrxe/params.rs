@@ -101,13 +101,13 @@ impl Counter {
         )?)
     }
 
-    /// Takes a slot, or fails with `ENOMEM` at the limit.
-    pub(crate) fn take(self: &Arc<Self>) -> Result<Slot> {
+    /// Takes a charge, or fails with `ENOMEM` at the limit.
+    pub(crate) fn take(self: &Arc<Self>) -> Result<Charge> {
         if self.used.fetch_add(1, Relaxed) >= self.max {
             self.used.fetch_sub(1, Relaxed);
             return Err(ENOMEM);
         }
-        Ok(Slot(self.clone()))
+        Ok(Charge(self.clone()))
     }
 
     /// Objects in use.
@@ -117,9 +117,9 @@ impl Counter {
 }
 
 /// One object's share of a [`Counter`], given back on drop.
-pub(crate) struct Slot(Arc<Counter>);
+pub(crate) struct Charge(Arc<Counter>);
 
-impl Drop for Slot {
+impl Drop for Charge {
     fn drop(&mut self) {
         self.0.used.fetch_sub(1, Relaxed);
     }

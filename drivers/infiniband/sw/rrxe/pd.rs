@@ -2,7 +2,7 @@
 
 //! Protection domains: an identity every key resolution and address handle lookup compares.
 
-use crate::params::Slot;
+use crate::params::Charge;
 
 /// Per-PD state.
 pub(crate) struct RrxePd {
@@ -10,12 +10,15 @@ pub(crate) struct RrxePd {
     /// memory regions, address handles and QPs compare it.
     pub(crate) id: u64,
     /// The PD's place in the device's PD count.
-    _slot: Slot,
+    _charge: Charge,
 }
 
 impl RrxePd {
-    /// Returns the state of a new PD with identity `id`, counted in `slot`.
-    pub(crate) fn new(slot: Slot, id: u64) -> Self {
-        Self { id, _slot: slot }
+    /// Returns the state of a new PD with identity `id`, counted in `charge`.
+    pub(crate) fn new(charge: Charge, id: u64) -> Self {
+        Self {
+            id,
+            _charge: charge,
+        }
     }
 }

@@ -5,7 +5,7 @@
 //! query and destroy. The data path is [`crate::engine`].
 
 use crate::engine::{QpSetup, QpShared};
-use crate::params::{self, Slot};
+use crate::params::{self, Charge};
 use crate::proto::opcode::QpType as WireQpType;
 use crate::proto::uabi::{
     self, AtomicWrFields, CreateQpRespFields, QueueGeometry, RdmaWrFields, RxeDmaInfoFields,
@@ -29,7 +29,7 @@ const GID_TYPE_ROCE_V2: u32 = 2;
 /// Per-QP state: the data path, which the receive path's table shares.
 pub(crate) struct RrxeQp {
     shared: Arc<QpShared>,
-    _slot: Slot,
+    _charge: Charge,
 }
 
 fn geometry(entries: u32, elem: usize) -> Result<QueueGeometry> {
@@ -83,7 +83,7 @@ impl RrxeQp {
                 return Err(EINVAL);
             }
         }
-        let slot = dev.data().qps.take()?;
+        let charge = dev.data().qps.take()?;
         let sqc =
             uabi::sq_caps(init.caps.max_send_sge, init.caps.max_inline_data).map_err(|_| EINVAL)?;
         let sq_geo = geometry(init.caps.max_send_wr, sqc.wqe_size)?;
@@ -169,7 +169,7 @@ impl RrxeQp {
         init.set_qp_num(qpn);
         Ok(Ok::<_, Error>(Self {
             shared,
-            _slot: slot,
+            _charge: charge,
         }))
     }
 

@@ -10,8 +10,8 @@
 //! consumer index userspace writes is only used masked.
 
 use crate::proto::uabi::{
-    MmInfoFields, Publish, QueueGeometry, Slot, CONSUMER_INDEX_OFFSET, INDEX_MASK_OFFSET,
-    LOG2_ELEM_SIZE_OFFSET, PRODUCER_INDEX_OFFSET, QUEUE_DATA_OFFSET,
+    KernelProducer, MmInfoFields, Publish, QueueGeometry, ResizePlan, Slot, CONSUMER_INDEX_OFFSET,
+    INDEX_MASK_OFFSET, LOG2_ELEM_SIZE_OFFSET, PRODUCER_INDEX_OFFSET,
 };
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
@@ -104,81 +104,88 @@ impl SharedQueue {
         self.buf.store_release(p.offset(), p.value)
     }
 
-    /// Number of entries waiting for the consumer.
-    pub(crate) fn count(&self) -> Result<u32> {
-        // Our own index (only we write it, but it lives in user-writable memory: masked).
-        let prod = self.buf.load_relaxed(PRODUCER_INDEX_OFFSET)?;
-        // Acquire pairs with the consumer's release: the slots it freed are free.
-        let cons = self.buf.load_acquire(CONSUMER_INDEX_OFFSET)?;
-        Ok(self.geo.count(prod, cons))
-    }
-
-    /// Returns whether no entry is waiting.
-    pub(crate) fn is_empty(&self) -> Result<bool> {
-        Ok(self.count()? == 0)
-    }
-
-    /// Appends `elem` (at most one slot) and publishes it; `Err(ENOSPC)` if the queue is full.
-    pub(crate) fn push(&self, elem: &[u8]) -> Result {
-        if elem.len() > self.geo.elem_size() {
+    /// Producer side: appends `elem` (at most one slot) at `producer`'s index and publishes
+    /// it; `Err(ENOSPC)` if the queue is full (or the consumer index is impossible),
+    /// `Err(EINVAL)` if `elem` is larger than a slot.
+    pub(crate) fn produce(&self, producer: &mut KernelProducer, elem: &[u8]) -> Result {
+        if elem.len() > self.geo.elem_size() || producer.geometry() != self.geo {
             return Err(EINVAL);
         }
-        if self.count()? >= self.geo.capacity() {
-            return Err(ENOSPC);
-        }
-        let prod = self.buf.load_relaxed(PRODUCER_INDEX_OFFSET)? & self.geo.index_mask();
-        self.buf.write(self.slot_offset(prod)?, elem)?;
+        let r = producer
+            .reserve(self.consumer_acquire()?)
+            .map_err(|_| ENOSPC)?;
+        self.buf.write(r.slot().offset, elem)?;
+        let p = producer.commit(r).map_err(|_| EINVAL)?;
         // Release: the slot's contents are visible before the new index.
-        self.buf
-            .store_release(PRODUCER_INDEX_OFFSET, self.geo.next(prod))
+        self.publish(p)
     }
 
-    fn slot_offset(&self, index: u32) -> Result<usize> {
-        let i = usize::try_from(index & self.geo.index_mask())?;
-        i.checked_mul(self.geo.elem_size())
-            .and_then(|o| o.checked_add(QUEUE_DATA_OFFSET))
-            .ok_or(EINVAL)
-    }
-
-    /// Kernel consumer of a kernel-produced queue (a kernel consumer's CQ): copies the oldest
-    /// entry into `out` (at most one slot) and frees its slot; `Ok(false)` if the queue is
-    /// empty.
-    pub(crate) fn pop(&self, out: &mut [u8]) -> Result<bool> {
-        if self.count()? == 0 {
-            return Ok(false);
-        }
-        let cons = self.buf.load_relaxed(CONSUMER_INDEX_OFFSET)? & self.geo.index_mask();
-        let len = out.len().min(self.geo.elem_size());
-        self.buf
-            .read(self.slot_offset(cons)?, out.get_mut(..len).ok_or(EINVAL)?)?;
-        self.buf
-            .store_release(CONSUMER_INDEX_OFFSET, self.geo.next(cons))?;
-        Ok(true)
-    }
-
-    /// Moves the waiting entries into `new` (for a resize); fails with `EINVAL` if they do
-    /// not fit.
-    pub(crate) fn move_into(&self, new: &SharedQueue) -> Result {
-        let count = self.count()?;
-        if count > new.geo.capacity() {
-            return Err(EINVAL);
-        }
-        let cons = self.buf.load_acquire(CONSUMER_INDEX_OFFSET)?;
-        let mut elem = [0u8; 256];
-        let len = self
-            .geo
-            .elem_size()
-            .min(new.geo.elem_size())
-            .min(elem.len());
-        let elem = elem.get_mut(..len).ok_or(EINVAL)?;
-        for i in 0..count {
-            self.buf
-                .read(self.slot_offset(cons.wrapping_add(i))?, elem)?;
-            new.push(elem)?;
-        }
-        Ok(())
+    /// Producer side: loads the consumer index with acquire ordering (the slots it freed
+    /// are free). Untrusted for a user queue: [`KernelProducer`] checks it.
+    fn consumer_acquire(&self) -> Result<u32> {
+        self.buf.load_acquire(CONSUMER_INDEX_OFFSET)
     }
 }
+
+/// A queue the kernel produces into: a user CQ, or a kernel consumer's send or receive
+/// ring. The producer index is the kernel's own ([`KernelProducer`]); the copy in the
+/// shared buffer is only ever written (published), never read back, since userspace can
+/// rewrite it.
+pub(crate) struct ProducedQueue {
+    queue: SharedQueue,
+    producer: KernelProducer,
+}
+
+impl ProducedQueue {
+    /// Starts producing into the empty, newly created `queue`.
+    pub(crate) fn new(queue: SharedQueue) -> Self {
+        let producer = KernelProducer::new(queue.geo);
+        Self { queue, producer }
+    }
+
+    /// Number of entries waiting for the consumer, as its index claims.
+    pub(crate) fn count(&self) -> Result<u32> {
+        self.producer
+            .count(self.queue.consumer_acquire()?)
+            .map_err(|_| EINVAL)
+    }
+
+    /// Appends `elem` (at most one slot) and publishes it; `Err(ENOSPC)` if the queue is full
+    /// (or the consumer index is impossible), `Err(EINVAL)` if `elem` is larger than a slot.
+    pub(crate) fn push(&mut self, elem: &[u8]) -> Result {
+        self.queue.produce(&mut self.producer, elem)
+    }
+
+    /// Moves the waiting entries into `new` (a resize, as `resize_finish()`) and returns the
+    /// queue to produce into from now on; fails with `EINVAL` if they do not fit.
+    pub(crate) fn resize_into(&self, new: SharedQueue) -> Result<Self> {
+        let plan = ResizePlan::new(
+            self.queue.geo,
+            new.geo,
+            self.producer.producer(),
+            self.queue.consumer_acquire()?,
+        )
+        .map_err(|_| EINVAL)?;
+        let mut elem = [0u8; MAX_ELEM_COPY];
+        let elem = elem.get_mut(..plan.copy_len()).ok_or(EINVAL)?;
+        for (from, to) in plan.copies() {
+            self.queue.buf.read(from.offset, elem)?;
+            new.buf.write(to.offset, elem)?;
+        }
+        new.buf
+            .store_relaxed(CONSUMER_INDEX_OFFSET, plan.new_consumer())?;
+        new.buf
+            .store_release(PRODUCER_INDEX_OFFSET, plan.new_producer())?;
+        let producer = KernelProducer::with_index(new.geo, plan.new_producer());
+        Ok(Self {
+            queue: new,
+            producer,
+        })
+    }
+}
+
+/// Largest slot a resize copies: a CQ slot (a `struct rxe_cqe` rounded up to a cache line).
+const MAX_ELEM_COPY: usize = 128;
 
 #[kunit_tests(rrxe_queue)]
 mod tests {
@@ -191,30 +198,64 @@ mod tests {
     )]
 
     use super::*;
-    use crate::proto::uabi::CACHE_LINE_SIZE;
+    use crate::proto::uabi::{CACHE_LINE_SIZE, QUEUE_DATA_OFFSET};
 
     #[test]
     fn kernel_queue_fills_and_wraps() -> Result {
         let geo = QueueGeometry::new(3, 48, CACHE_LINE_SIZE).map_err(|_| EINVAL)?;
-        let q = SharedQueue::new_kernel(geo)?;
+        let mut q = ProducedQueue::new(SharedQueue::new_kernel(geo)?);
         for i in 0..3u8 {
             q.push(&[i; 48])?;
         }
         assert_eq!(q.count()?, 3);
         assert_eq!(q.push(&[9; 48]), Err(ENOSPC));
         // Consume two (as userspace would), then the producer wraps around.
-        q.buf.store_release(CONSUMER_INDEX_OFFSET, 2)?;
+        q.queue.buf.store_release(CONSUMER_INDEX_OFFSET, 2)?;
         assert_eq!(q.count()?, 1);
         q.push(&[3; 48])?;
         q.push(&[4; 48])?;
         assert_eq!(q.count()?, 3);
         let mut e = [0u8; 1];
-        q.buf.read(QUEUE_DATA_OFFSET, &mut e)?;
+        q.queue.buf.read(QUEUE_DATA_OFFSET, &mut e)?;
         assert_eq!(e[0], 4);
-        // A hostile consumer index is masked, never trusted as is.
-        q.buf.store_release(CONSUMER_INDEX_OFFSET, 0xffff_fff1)?;
-        assert!(q.count()? <= geo.capacity());
+        // The producer index in the buffer is only published, never read back: a consumer
+        // that rewrites it does not move the kernel's.
+        q.queue.buf.store_release(PRODUCER_INDEX_OFFSET, 0)?;
+        q.queue.buf.store_release(CONSUMER_INDEX_OFFSET, 0)?;
+        q.push(&[5; 48])?;
+        q.queue.buf.read(QUEUE_DATA_OFFSET + 64, &mut e)?;
+        assert_eq!(e[0], 5);
+        // A hostile consumer index is refused, never trusted as is.
+        q.queue
+            .buf
+            .store_release(CONSUMER_INDEX_OFFSET, 0xffff_fff1)?;
+        assert_eq!(q.count(), Err(EINVAL));
+        assert_eq!(q.push(&[0; 48]), Err(ENOSPC));
         assert_eq!(q.push(&[0; 65]), Err(EINVAL));
+        Ok(())
+    }
+
+    #[test]
+    fn resize_keeps_the_waiting_entries_in_order() -> Result {
+        let geo = QueueGeometry::new(3, 48, CACHE_LINE_SIZE).map_err(|_| EINVAL)?;
+        let mut q = ProducedQueue::new(SharedQueue::new_kernel(geo)?);
+        for i in 0..3u8 {
+            q.push(&[i; 48])?;
+        }
+        q.queue.buf.store_release(CONSUMER_INDEX_OFFSET, 1)?;
+        q.push(&[3; 48])?;
+        let small = QueueGeometry::new(1, 48, CACHE_LINE_SIZE).map_err(|_| EINVAL)?;
+        assert!(q.resize_into(SharedQueue::new_kernel(small)?).is_err());
+        let big = QueueGeometry::new(7, 48, CACHE_LINE_SIZE).map_err(|_| EINVAL)?;
+        let mut r = q.resize_into(SharedQueue::new_kernel(big)?)?;
+        assert_eq!(r.count()?, 3);
+        let mut e = [0u8; 1];
+        for (i, want) in [1u8, 2, 3].into_iter().enumerate() {
+            r.queue.buf.read(QUEUE_DATA_OFFSET + 64 * i, &mut e)?;
+            assert_eq!(e[0], want);
+        }
+        r.push(&[4; 48])?;
+        assert_eq!(r.count()?, 4);
         Ok(())
     }
 }

@@ -8,10 +8,9 @@
 //! and everything posted with [`WcStatus::WrFlushErr`], after the completions already due.
 
 use super::{raw_wr_id, Engine, Events, QpShared, WQE_BUDGET};
-use crate::cq::CQE_LEN;
 use crate::net::PortCounter;
 use crate::proto::rc::{responder::RecvCompletion, SendAction, WcStatus};
-use crate::proto::uabi::{self, Completion, WcEx};
+use crate::proto::uabi::{Completion, WcEx};
 use kernel::rdma::qp::QpState;
 
 /// Which CQ of the QP a completion goes to.
@@ -101,18 +100,11 @@ impl QpShared {
         solicited: bool,
         net: u8,
     ) {
-        let mut bytes = [0u8; CQE_LEN];
-        if c.write(&mut bytes).is_err() {
-            return;
-        }
-        if let Some(b) = bytes.get_mut(uabi::UVERBS_WC_LEN) {
-            *b = net;
-        }
         let cq = match side {
             CqSide::Send => &self.scq,
             CqSide::Recv => &self.rcq,
         };
-        let (posted, fire) = cq.data().post(&bytes, solicited);
+        let (posted, fire) = cq.data().post(c, self.handle, net, solicited);
         self.dev.stats.inc(if posted {
             PortCounter::Completions
         } else {

@@ -65,11 +65,12 @@ use crate::proto::{
     packet::Packet,
     psn::Psn,
     rc::{
-        completer::local_ack_timeout_ns, PathMtu, Responder, ResponderConfig, Sender, SenderConfig,
-        WcStatus,
+        completer::local_ack_timeout_ns, qp_state, PathMtu, Responder, ResponderConfig, Sender,
+        SenderConfig, WcStatus,
     },
     uabi::{
-        KernelConsumer, LengthCheck, RecvQueueParams, SendQueueParams, SendQueueState, MAX_MSG_SIZE,
+        KernelConsumer, KernelProducer, LengthCheck, RecvQueueParams, SendQueueParams,
+        SendQueueState, MAX_MSG_SIZE,
     },
 };
 use crate::queue::SharedQueue;
@@ -87,6 +88,7 @@ use kernel::rdma::{
     BhGuard,
 };
 use kernel::sync::{Arc, SpinLock};
+use post::Posting;
 use replies::ReplyQueue;
 use req::Shadow;
 use xmit::PKEY;
@@ -182,8 +184,8 @@ pub(crate) struct Engine {
     rwqe: KVVec<u8>,
     /// Copy of the receive queue's head, while the responder decides on it.
     stage: KVVec<u8>,
-    /// Kernel consumers: where a work request is laid out as a WQE before it is queued.
-    post_buf: KVVec<u8>,
+    /// Kernel consumers: their producer side of the rings.
+    posting: Option<Posting>,
     /// A posted WQE failed validation: completed with this status once the WQEs before it
     /// are, then the QP enters ERR.
     sq_error: Option<WcStatus>,
@@ -221,6 +223,19 @@ pub(crate) struct QpSetup {
     pub(crate) rq: Option<SharedQueue>,
     pub(crate) kernel: Option<KernelDma>,
     pub(crate) handle: QpHandle,
+}
+
+/// The wire core's name of a QP state.
+fn wire_state(s: QpState) -> qp_state::QpState {
+    match s {
+        QpState::Reset => qp_state::QpState::Reset,
+        QpState::Init => qp_state::QpState::Init,
+        QpState::Rtr => qp_state::QpState::Rtr,
+        QpState::Rts => qp_state::QpState::Rts,
+        QpState::Sqd => qp_state::QpState::Sqd,
+        QpState::Sqe => qp_state::QpState::Sqe,
+        QpState::Err => qp_state::QpState::Err,
+    }
 }
 
 pub(super) fn path_mtu(a: &QpAttrs) -> PathMtu {
@@ -306,10 +321,13 @@ impl QpShared {
             shadow: Shadow::new(sq_elem)?,
             rwqe: zeroed_buf(rq_elem)?,
             stage: zeroed_buf(rq_elem)?,
-            post_buf: if s.kernel.is_some() {
-                zeroed_buf(sq_elem.max(rq_elem))?
-            } else {
-                KVVec::new()
+            posting: match s.kernel {
+                Some(_) => Some(Posting {
+                    sq: KernelProducer::new(sq_geo),
+                    rq: s.rq.as_ref().map(|q| KernelProducer::new(q.geometry())),
+                    buf: zeroed_buf(sq_elem.max(rq_elem))?,
+                }),
+                None => None,
             },
             sq_error: None,
             ip: IpParams::default(),
@@ -347,11 +365,6 @@ impl QpShared {
     /// Returns the QP number.
     pub(crate) fn qpn(&self) -> u32 {
         self.qpn
-    }
-
-    /// Returns the handle that names the QP in kernel completions.
-    pub(crate) fn handle(&self) -> QpHandle {
-        self.handle
     }
 
     /// Returns whether every send WQE completes (`IB_SIGNAL_ALL_WR`).
@@ -407,6 +420,11 @@ impl QpShared {
         self.with_engine(|this, e, ev| {
             let next = check(&e.attrs)?;
             let cur = e.attrs.state.unwrap_or(QpState::Reset);
+            // What the transition does is the wire core's table (host-tested); the core's
+            // `ib_modify_qp_is_ok()` has already checked the state pair and the masks.
+            let draining = cur == QpState::Sqd && !e.sender.is_idle();
+            let fx = qp_state::modify(wire_state(cur), wire_state(next), draining)
+                .map_err(|_| EINVAL)?;
             merge(&mut e.attrs);
             e.attrs.state = Some(next);
             let a = e.attrs;
@@ -414,35 +432,40 @@ impl QpShared {
                 e.timeout_us = local_ack_timeout_ns(a.timeout)
                     .map(|ns| u32::try_from(ns / 1000).unwrap_or(u32::MAX));
             }
-            match (cur, next) {
-                (_, QpState::Reset) => this.reset(e),
-                (QpState::Init, QpState::Rtr) => {
-                    e.resp.reset(responder_config(&a));
-                    e.dest_qpn = Qpn::new(a.dest_qp_num);
-                    e.ip = IpParams {
-                        src: a.ah.sgid,
-                        dst: a.ah.dgid,
-                        traffic_class: a.ah.traffic_class,
-                        hop_limit: if a.ah.hop_limit == 0 {
-                            64
-                        } else {
-                            a.ah.hop_limit
-                        },
-                        flow_label: a.ah.flow_label,
-                        sport: ip::udp_sport(this.qpn),
-                    };
-                }
-                (QpState::Rtr, QpState::Rts) => {
+            if fx.reset {
+                this.reset(e);
+            }
+            if fx.start_responder {
+                e.resp.reset(responder_config(&a));
+                e.dest_qpn = Qpn::new(a.dest_qp_num);
+                e.ip = IpParams {
+                    src: a.ah.sgid,
+                    dst: a.ah.dgid,
+                    traffic_class: a.ah.traffic_class,
+                    hop_limit: if a.ah.hop_limit == 0 {
+                        64
+                    } else {
+                        a.ah.hop_limit
+                    },
+                    flow_label: a.ah.flow_label,
+                    sport: ip::udp_sport(this.qpn),
+                };
+            }
+            if fx.start_requester {
+                if cur == QpState::Rtr {
                     e.sender.reset(sender_config(&a));
                     e.ud_psn = Psn::new(a.sq_psn);
-                }
-                (QpState::Rts, QpState::Sqd) => e.sender.set_sq_drain(true),
-                (QpState::Sqd, QpState::Rts) => {
+                } else {
+                    // Resumed (from SQD): the WQEs posted meanwhile start.
                     e.sender.set_sq_drain(false);
                     this.pump(e, ev);
                 }
-                (_, QpState::Err) => this.enter_error(e, ev),
-                _ => {}
+            }
+            if fx.drain_sq {
+                e.sender.set_sq_drain(true);
+            }
+            if fx.flush {
+                this.enter_error(e, ev);
             }
             Ok(())
         })

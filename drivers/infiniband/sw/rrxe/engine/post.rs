@@ -3,8 +3,8 @@
 //! Kernel consumers' work requests: `ib_post_send` and `ib_post_recv` lay a work request
 //! out as an rxe WQE in the QP's ring, from where the data path takes it like a user's.
 
-use super::{Engine, QpShared};
-use crate::proto::uabi::{self, RxeRecvWqeFields, RxeSendWqeFields, RxeSgeFields};
+use super::QpShared;
+use crate::proto::uabi::{self, KernelProducer, RxeRecvWqeFields, RxeSendWqeFields, RxeSgeFields};
 use kernel::prelude::*;
 use kernel::rdma::{qp::QpState, wr::Sge};
 
@@ -15,12 +15,12 @@ impl QpShared {
             if sges.len() > usize::try_from(e.caps.max_send_sge)? {
                 return Err(EINVAL);
             }
-            let elem = this.sq.geometry().elem_size();
-            let buf = lay_out(e, elem)?;
+            let p = e.posting.as_mut().ok_or(EINVAL)?;
+            let buf = lay_out(&mut p.buf, this.sq.geometry().elem_size())?;
             wqe.write(buf).map_err(|_| EINVAL)?;
             write_sges_to(buf, uabi::SEND_WQE_DATA_OFFSET, sges)?;
             // A full ring is the consumer's to wait on (`ib_post_send` says ENOMEM).
-            this.sq.push(buf).map_err(|_| ENOMEM)
+            this.sq.produce(&mut p.sq, buf).map_err(|_| ENOMEM)
         })
     }
 
@@ -31,11 +31,12 @@ impl QpShared {
             if sges.len() > usize::try_from(e.caps.max_recv_sge)? {
                 return Err(EINVAL);
             }
-            let elem = rq.geometry().elem_size();
-            let buf = lay_out(e, elem)?;
+            let p = e.posting.as_mut().ok_or(EINVAL)?;
+            let producer = p.rq.as_mut().ok_or(EINVAL)?;
+            let buf = lay_out(&mut p.buf, rq.geometry().elem_size())?;
             wqe.write(buf).map_err(|_| EINVAL)?;
             write_sges_to(buf, uabi::RECV_WQE_DATA_OFFSET, sges)?;
-            rq.push(buf).map_err(|_| ENOMEM)?;
+            rq.produce(producer, buf).map_err(|_| ENOMEM)?;
             if e.attrs.state == Some(QpState::Err) {
                 this.flush_queues(e, ev);
             }
@@ -44,9 +45,19 @@ impl QpShared {
     }
 }
 
-/// Returns the engine's posting buffer, cleared, for a WQE of `elem` bytes.
-fn lay_out(e: &mut Engine, elem: usize) -> Result<&mut [u8]> {
-    let buf = e.post_buf.get_mut(..elem).ok_or(EINVAL)?;
+/// A kernel consumer's side of its QP's rings, kept under the engine lock.
+pub(crate) struct Posting {
+    /// The producer of the send ring.
+    pub(super) sq: KernelProducer,
+    /// The producer of the receive ring.
+    pub(super) rq: Option<KernelProducer>,
+    /// Where a work request is laid out as a WQE before it is queued.
+    pub(super) buf: KVVec<u8>,
+}
+
+/// Returns the posting buffer, cleared, for a WQE of `elem` bytes.
+fn lay_out(buf: &mut [u8], elem: usize) -> Result<&mut [u8]> {
+    let buf = buf.get_mut(..elem).ok_or(EINVAL)?;
     buf.fill(0);
     Ok(buf)
 }

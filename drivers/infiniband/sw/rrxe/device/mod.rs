@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An rrxe device: creation on a netdevice (`rdma link add`), its state, and the numbers
+//! and keys it hands out (QP numbers, memory keys, address handle numbers, PD identities).
+//!
+//! - `shared.rs`: what the QPs' data path shares with the device (loopback, key and AH
+//!   tables, counters), which lives as long as the last QP;
+//! - `verbs.rs`: the device's verbs (the [`Driver`] implementation).
+
+mod shared;
+mod verbs;
+
+pub(crate) use shared::DevShared;
+
+use crate::ah::MAX_AH;
+use crate::engine::QpShared;
+use crate::mr::MrInner;
+use crate::net::Stats;
+use crate::params::{self, Counter};
+use kernel::prelude::*;
+use kernel::rdma::{
+    bhwork::BhWork,
+    device::{Device, DeviceParams, PortNum, UnregisteredDevice},
+    mr::random_key_byte,
+    net::PacketQueue,
+    netdev::NetDevice,
+    qp::AhAttr,
+    BhGuard,
+};
+use kernel::sync::{
+    atomic::{ordering::Relaxed, Atomic},
+    Arc, Mutex,
+};
+use kernel::xarray::{AllocKind, XArray};
+use kernel::{new_mutex, new_spinlock};
+
+/// The rrxe driver.
+pub(crate) struct Rrxe;
+
+/// Per-device state.
+#[pin_data]
+pub(crate) struct RrxeDev {
+    /// System image GUID (host byte order): the modified EUI-64 of the netdevice's MAC.
+    guid: u64,
+    /// Protection domains in use.
+    pds: Arc<Counter>,
+    /// Completion queues in use.
+    cqs: Arc<Counter>,
+    /// Queue pairs in use.
+    pub(crate) qps: Arc<Counter>,
+    /// QP numbers in use (the value is the number itself). Allocation and release take
+    /// `qpn_lock`, because storing may drop the array's own lock to allocate.
+    #[pin]
+    qpns: XArray<KBox<u32>>,
+    #[pin]
+    qpn_lock: Mutex<()>,
+    /// Where the search for a free QP number starts.
+    next_qpn: Atomic<u32>,
+    /// The data path's QPs by number. Every access takes the array's lock with bottom
+    /// halves disabled; a QP is taken out before it is destroyed.
+    #[pin]
+    qps_by_num: XArray<Arc<QpShared>>,
+    /// Memory regions in use.
+    pub(crate) mrs_used: Arc<Counter>,
+    /// Serialises key allocation and release.
+    #[pin]
+    mr_lock: Mutex<()>,
+    /// Where the search for a free key index starts.
+    next_mr: Atomic<u32>,
+    /// Protection domain identities handed out so far (64 bits: at one per nanosecond it
+    /// would take 584 years to wrap, so an identity is never handed out twice).
+    next_pd: Atomic<u64>,
+    /// Where the search for a free AH number starts.
+    next_ah: Atomic<u32>,
+    /// What the data path of every QP shares: keys, counters.
+    pub(crate) shared: Arc<DevShared>,
+}
+
+impl RrxeDev {
+    /// Takes QP number 1 for the device's GSI QP (the MAD layer's QP1).
+    pub(crate) fn alloc_gsi_qpn(&self) -> Result<u32> {
+        let _guard = self.qpn_lock.lock();
+        let entry = KBox::new(1u32, GFP_KERNEL)?;
+        let _bh = BhGuard::new();
+        let mut xa = self.qpns.lock();
+        if xa.get(1).is_some() {
+            return Err(EBUSY);
+        }
+        xa.store(1, entry, GFP_ATOMIC)?;
+        Ok(1)
+    }
+
+    /// Allocates an unused QP number (24 bits, at least [`params::MIN_QPN`]).
+    pub(crate) fn alloc_qpn(&self) -> Result<u32> {
+        let _guard = self.qpn_lock.lock();
+        let span = params::QPN_MASK - params::MIN_QPN + 1;
+        for _ in 0..span {
+            let n = self.next_qpn.fetch_add(1, Relaxed) % span + params::MIN_QPN;
+            // Allocate before disabling bottom halves and taking the array's spinlock.
+            let entry = KBox::new(n, GFP_KERNEL)?;
+            // The receive path looks QP numbers up in softirq.
+            let _bh = BhGuard::new();
+            let mut xa = self.qpns.lock();
+            if xa.get(n as usize).is_none() {
+                xa.store(n as usize, entry, GFP_ATOMIC)?;
+                return Ok(n);
+            }
+        }
+        Err(ENOSPC)
+    }
+
+    /// Registers a memory region under a new key: `build` makes the region for the key,
+    /// which then resolves through the device's table until [`Self::free_mr_index`].
+    pub(crate) fn insert_mr(
+        &self,
+        build: impl FnOnce(u32) -> Result<Arc<MrInner>>,
+    ) -> Result<Arc<MrInner>> {
+        // `mr_lock` keeps a free index free between the check and the store.
+        let _guard = self.mr_lock.lock();
+        let span = params::MAX_MR_INDEX;
+        for _ in 0..span {
+            let n = self.next_mr.fetch_add(1, Relaxed) % span + 1;
+            let free = {
+                let _bh = BhGuard::new();
+                // A named guard: a temporary in the block's tail would outlive `_bh`.
+                let xa = self.shared.mrs.lock();
+                xa.get(n as usize).is_none()
+            };
+            if !free {
+                continue;
+            }
+            let mr = build((n << 8) | u32::from(random_key_byte()))?;
+            let _bh = BhGuard::new();
+            self.shared
+                .mrs
+                .lock()
+                .store(n as usize, mr.clone(), GFP_ATOMIC)?;
+            return Ok(mr);
+        }
+        Err(ENOSPC)
+    }
+
+    /// Stops a key index from resolving and frees it.
+    pub(crate) fn free_mr_index(&self, index: u32) {
+        let _guard = self.mr_lock.lock();
+        let old = {
+            let _bh = BhGuard::new();
+            let mut xa = self.shared.mrs.lock();
+            xa.remove(index as usize)
+        };
+        if old.is_some() {
+            // The data path may still be copying to or from the region on another CPU, in a
+            // section with bottom halves disabled: wait for it before unpinning.
+            kernel::rdma::synchronize_rcu();
+        }
+        // Dropping the region unpins memory, which sleeps: outside the BH section.
+        drop(old);
+    }
+
+    /// Numbers an address handle (1..=32767). Does not sleep unless `sleepable` (kernel
+    /// consumers create AHs in atomic context): the free number is found and taken under the
+    /// array's lock, storing without sleeping.
+    pub(crate) fn alloc_ah_num(&self, attr: &AhAttr, pd_id: u64, sleepable: bool) -> Result<u32> {
+        let flags = if sleepable { GFP_KERNEL } else { GFP_ATOMIC };
+        let mut entry = Some(KBox::new((*attr, pd_id), flags)?);
+        let _bh = BhGuard::new();
+        let mut xa = self.shared.ah_nums.lock();
+        for _ in 0..MAX_AH {
+            let n = self.next_ah.fetch_add(1, Relaxed) % MAX_AH + 1;
+            if xa.get(n as usize).is_none() {
+                if let Some(e) = entry.take() {
+                    xa.store(n as usize, e, GFP_ATOMIC)?;
+                    return Ok(n);
+                }
+            }
+        }
+        Err(ENOMEM)
+    }
+
+    /// Releases an address handle number.
+    pub(crate) fn free_ah_num(&self, n: u32) {
+        let old = {
+            let _bh = BhGuard::new();
+            let mut xa = self.shared.ah_nums.lock();
+            xa.remove(n as usize)
+        };
+        drop(old);
+    }
+
+    /// Returns a new protection domain identity.
+    pub(crate) fn new_pd_id(&self) -> u64 {
+        self.next_pd.fetch_add(1, Relaxed)
+    }
+
+    /// Makes a QP reachable by the receive path.
+    pub(crate) fn insert_qp(&self, qp: Arc<QpShared>) -> Result {
+        let qpn = qp.qpn() as usize;
+        let _bh = BhGuard::new();
+        self.qps_by_num.lock().store(qpn, qp, GFP_ATOMIC)?;
+        Ok(())
+    }
+
+    /// Takes a QP out of the receive path's reach; once this returns, no new packet finds it
+    /// (packets being processed may still hold it: see [`QpShared::shutdown`]).
+    pub(crate) fn remove_qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
+        let _bh = BhGuard::new();
+        let mut xa = self.qps_by_num.lock();
+        xa.remove(qpn as usize)
+    }
+
+    /// Returns the QP with number `qpn`, if it takes packets.
+    ///
+    /// # Context
+    ///
+    /// Softirq (the receive path), or process context with bottom halves disabled; the QP
+    /// must be dropped before leaving that section.
+    pub(crate) fn qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
+        let xa = self.qps_by_num.lock();
+        xa.get(qpn as usize).map(|q| q.into())
+    }
+
+    /// Releases a QP number.
+    pub(crate) fn free_qpn(&self, qpn: u32) {
+        let _guard = self.qpn_lock.lock();
+        let old = {
+            let _bh = BhGuard::new();
+            let mut xa = self.qpns.lock();
+            xa.remove(qpn as usize)
+        };
+        drop(old);
+    }
+}
+
+/// Per-user-context state.
+pub(crate) struct RrxeUContext;
+
+/// The only port of an rrxe device.
+const PORT: PortNum = 1;
+
+/// The rxe user ABI version (`RXE_UVERBS_ABI_VERSION`).
+const RXE_UVERBS_ABI_VERSION: u32 = 2;
+
+/// Legacy uverbs write commands rdma-core's rxe provider uses beyond the core's defaults:
+/// the send doorbell (`IB_USER_VERBS_CMD_POST_SEND`) and `ibv_req_notify_cq`
+/// (`IB_USER_VERBS_CMD_REQ_NOTIFY_CQ`).
+const EXTRA_UVERBS_CMDS: [u32; 2] = [28, 23];
+
+/// Creates and registers the device `name` on `ndev` (`rdma link add`).
+pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
+    if ndev.is_vlan() {
+        pr_err!("rrxe devices are created on top of a real device only\n");
+        return Err(EPERM);
+    }
+    if Device::<Rrxe>::get_by_netdev(ndev).is_some() {
+        pr_err!(
+            "{} already has an rrxe device\n",
+            ndev.name().to_str().unwrap_or("?")
+        );
+        return Err(EEXIST);
+    }
+    let Some(mac) = ndev.eth_addr() else {
+        pr_err!(
+            "{} has no Ethernet address\n",
+            ndev.name().to_str().unwrap_or("?")
+        );
+        return Err(EINVAL);
+    };
+    let guid = params::guid_from_mac(mac);
+    let dev = UnregisteredDevice::<Rrxe>::new(
+        &DeviceParams {
+            node_guid: guid,
+            node_desc: b"rrxe",
+            phys_port_cnt: 1,
+            num_comp_vectors: 1,
+            uverbs_cmds: &EXTRA_UVERBS_CMDS,
+            name_assigned_by_user: true,
+        },
+        try_pin_init!(RrxeDev {
+            guid,
+            pds: Counter::new(params::MAX_PD)?,
+            cqs: Counter::new(params::MAX_CQ)?,
+            qps: Counter::new(params::MAX_QP)?,
+            qpns <- XArray::new(AllocKind::Alloc),
+            qpn_lock <- new_mutex!(()),
+            next_qpn: Atomic::new(0),
+            qps_by_num <- XArray::new(AllocKind::Alloc),
+            mrs_used: Counter::new(params::MAX_MR)?,
+            mr_lock <- new_mutex!(()),
+            next_mr: Atomic::new(0),
+            next_pd: Atomic::new(1),
+            next_ah: Atomic::new(0),
+            shared: Arc::pin_init(
+                try_pin_init!(DevShared {
+                    lo_work <- BhWork::new(c"rrxe_loopback", kernel::static_lock_class!()),
+                    lo_queue <- PacketQueue::new(),
+                    ndev: ndev.into(),
+                    mrs <- XArray::new(AllocKind::Alloc),
+                    ah_nums <- XArray::new(AllocKind::Alloc),
+                    stats: Stats::new(),
+                    atomic_lock <- new_spinlock!((), "rrxe_atomic"),
+                }),
+                GFP_KERNEL,
+            )?,
+        }),
+    )?;
+    dev.register(name, ndev, PORT)?;
+    pr_info!(
+        "{}: added on {}\n",
+        name.to_str().unwrap_or("?"),
+        ndev.name().to_str().unwrap_or("?")
+    );
+    Ok(())
+}
+
+fn check_port(port: PortNum) -> Result {
+    if port == PORT {
+        Ok(())
+    } else {
+        Err(EINVAL)
+    }
+}

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What the data path of every QP of a device shares, and outlives the device with: the
+//! loopback path and the tables the receive path and the doorbell look keys and address
+//! handles up in.
+
+use super::Rrxe;
+use crate::mr::MrInner;
+use crate::net::Stats;
+use kernel::prelude::*;
+use kernel::rdma::{
+    bhwork::{impl_has_bh_work, BhWork, BhWorkCallback},
+    net::{PacketQueue, TunnelRx, TxBuf},
+    netdev::NetDevice,
+    qp::AhAttr,
+};
+use kernel::sync::{aref::ARef, Arc, SpinLock};
+use kernel::xarray::XArray;
+
+/// The part of a device that its QPs' data path uses, shared with them: it lives as long as
+/// the last QP, whose timers may run after the device is being torn down.
+#[pin_data]
+pub(crate) struct DevShared {
+    /// Local delivery: packets a QP sent to a QP of this device (to this host's own
+    /// address), handed to the receive path from softirq work rather than inside the
+    /// sender's locks. Declared first: dropping it waits for the work.
+    #[pin]
+    pub(super) lo_work: BhWork<DevShared>,
+    #[pin]
+    pub(super) lo_queue: PacketQueue,
+    /// The netdevice (local deliveries are attributed to it).
+    pub(super) ndev: ARef<NetDevice>,
+    /// Memory regions by key index (`key >> 8`). Lookups happen in softirq or with bottom
+    /// halves disabled, and the region found is only used there: a deregistration takes the
+    /// region out, then waits for an RCU grace period before the memory is unpinned.
+    #[pin]
+    pub(super) mrs: XArray<Arc<MrInner>>,
+    /// Address handles by number (the address vector and the AH's PD); lookups (UD sends)
+    /// happen with bottom halves disabled.
+    #[pin]
+    pub(super) ah_nums: XArray<KBox<(AhAttr, u64)>>,
+    /// Port counters.
+    pub(crate) stats: Stats,
+    /// Makes atomics from the wire atomic with respect to each other (IBV_ATOMIC_HCA).
+    #[pin]
+    pub(crate) atomic_lock: SpinLock<()>,
+}
+
+impl_has_bh_work! {
+    impl HasBhWork for DevShared { self.lo_work }
+}
+
+/// Loopback packets handed to the receive path per run of the loopback work (its answers
+/// may queue more: the work re-queues itself instead of looping, as NAPI does).
+const LO_BUDGET: usize = 64;
+
+/// Loopback packets that may wait, as a netdevice's transmit queue (`txqueuelen`): beyond,
+/// a local transmission fails with `ENOBUFS` (a full queue, to the sender).
+const LO_QUEUE_MAX: usize = 1000;
+
+impl BhWorkCallback for DevShared {
+    fn work_run(this: &Self) {
+        for _ in 0..LO_BUDGET {
+            let Some(pkt) = this.lo_queue.pop() else {
+                return;
+            };
+            <Rrxe as TunnelRx>::receive(pkt);
+        }
+        if !this.lo_queue.is_empty() {
+            this.lo_work.queue();
+        }
+    }
+}
+
+impl DevShared {
+    /// Delivers a datagram built for this host's own address to the receive path; `ENOBUFS`
+    /// if too many wait already (the datagram is dropped).
+    pub(crate) fn deliver_locally(&self, buf: TxBuf) -> Result {
+        if self.lo_queue.len() >= LO_QUEUE_MAX {
+            return Err(ENOBUFS);
+        }
+        self.lo_queue.push(buf.into_rx(&self.ndev));
+        self.lo_work.queue();
+        Ok(())
+    }
+
+    /// Returns the address vector of AH number `n`, if that AH belongs to protection domain
+    /// `pd_id` (a UD QP may only send through the address handles of its own PD: the number
+    /// of another process's AH, or of the kernel's, names nothing).
+    ///
+    /// # Context
+    ///
+    /// Bottom halves disabled (the doorbell).
+    pub(crate) fn ah(&self, n: u32, pd_id: u64) -> Option<AhAttr> {
+        let xa = self.ah_nums.lock();
+        xa.get(n as usize).filter(|e| e.1 == pd_id).map(|e| e.0)
+    }
+
+    /// Resolves a memory key (lkey or rkey) to its region.
+    ///
+    /// # Context
+    ///
+    /// Softirq, or bottom halves disabled; the returned reference must be dropped before
+    /// leaving that section.
+    pub(crate) fn mr(&self, key: u32) -> Option<Arc<MrInner>> {
+        let xa = self.mrs.lock();
+        let mr = xa.get((key >> 8) as usize)?;
+        (mr.key == key).then(|| mr.into())
+    }
+}

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The verbs of an rrxe device: the [`Driver`] implementation that `kernel::rdma` installs
+//! in the device's `ib_device_ops`. Each verb checks its arguments and hands the object
+//! to its file (`pd.rs`, `cq.rs`, `qp.rs`, `mr.rs`, `ah.rs`).
+
+//! Device creation and the device-level verbs.
+
+use super::{check_port, Rrxe, RrxeDev, RrxeUContext, RXE_UVERBS_ABI_VERSION};
+use crate::ah::{RrxeAh, MAX_AH};
+use crate::cq::RrxeCq;
+use crate::mr::RrxeMr;
+use crate::net::HW_STATS;
+use crate::params;
+use crate::pd::RrxePd;
+use crate::qp::RrxeQp;
+use kernel::prelude::*;
+use kernel::rdma::{
+    ah::{Ah, AhInit},
+    cq::{Cq, CqInit, NotifyFlags},
+    device::{
+        core_cap, kernel_cap, port_cap, AtomicCap, Device, DeviceAttrs, Driver, DriverId,
+        LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState, StatDesc, UData,
+        MGMT_MAD_SIZE,
+    },
+    mr::{Mr, MrKeys, UserMrReq},
+    pd::Pd,
+    qp::{Qp, QpAttrs, QpCaps, QpInit},
+    wr::{RecvWr, SendWr, Wc},
+};
+
+#[vtable]
+impl Driver for Rrxe {
+    type Data = RrxeDev;
+    type UContext = RrxeUContext;
+    type Pd = RrxePd;
+    type Cq = RrxeCq;
+    type Qp = RrxeQp;
+    type Mr = RrxeMr;
+    type Ah = RrxeAh;
+
+    const DRIVER_ID: DriverId = DriverId::RXE;
+    const UVERBS_ABI_VER: u32 = RXE_UVERBS_ABI_VERSION;
+    const HW_STATS: &'static [StatDesc] = &HW_STATS;
+
+    fn hw_stats(dev: &Device<Self>, _port: PortNum, values: &mut [u64]) {
+        dev.data().shared.stats.read(values);
+    }
+
+    fn query_device(dev: &Device<Self>, udata: Option<&UData>) -> Result<DeviceAttrs> {
+        // The rxe ABI has no driver-specific query payload.
+        if udata.is_some_and(|u| u.in_len() != 0 || u.out_len() != 0) {
+            return Err(EINVAL);
+        }
+        // Only what is implemented is advertised: no SRQs, memory windows or fast
+        // registration yet.
+        Ok(DeviceAttrs {
+            sys_image_guid: dev.data().guid,
+            max_qp: params::MAX_QP,
+            max_qp_wr: params::MAX_QP_WR,
+            max_send_sge: params::MAX_SGE,
+            max_recv_sge: params::MAX_SGE,
+            // A READ's data lands in its WQE's whole scatter list. Kernel consumers divide
+            // by this (rdma_rw_ctx_init through the QP's max_read_sge): it must not be 0.
+            max_sge_rd: params::MAX_SGE,
+            // Atomics execute under one device-wide lock: atomic between all QPs of the
+            // device, as rdma_rxe's IB_ATOMIC_HCA.
+            atomic_cap: Some(AtomicCap::Hca),
+            max_ah: MAX_AH,
+            max_qp_rd_atom: params::MAX_QP_RD_ATOM,
+            max_qp_init_rd_atom: params::MAX_QP_RD_ATOM,
+            max_mr: params::MAX_MR,
+            max_mr_size: u64::MAX,
+            page_size_cap: 0xffff_f000,
+            max_pd: params::MAX_PD,
+            max_cq: params::MAX_CQ,
+            max_cqe: params::MAX_CQE,
+            vendor_id: params::VENDOR_ID,
+            kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG | kernel_cap::LOCAL_DMA_LKEY,
+            max_pkeys: 1,
+            local_ca_ack_delay: params::LOCAL_CA_ACK_DELAY,
+            ..DeviceAttrs::default()
+        })
+    }
+
+    fn query_port(dev: &Device<Self>, port: PortNum) -> Result<PortAttrs> {
+        check_port(port)?;
+        let ndev = dev.netdev(port).ok_or(ENODEV)?;
+        let (state, phys_state) = if ndev.is_active() {
+            (PortState::Active, PhysState::LinkUp)
+        } else if ndev.is_up() {
+            (PortState::Down, PhysState::Polling)
+        } else {
+            (PortState::Down, PhysState::Disabled)
+        };
+        let (active_speed, active_width) = dev.eth_speed(port)?;
+        Ok(PortAttrs {
+            state,
+            phys_state,
+            max_mtu: Mtu::Mtu4096,
+            active_mtu: params::roce_mtu(ndev.mtu()),
+            phys_mtu: ndev.mtu(),
+            gid_tbl_len: params::GID_TABLE_LEN,
+            port_cap_flags: port_cap::CM_SUP,
+            max_msg_sz: params::MAX_MSG_SIZE,
+            pkey_tbl_len: 1,
+            max_vl_num: 1,
+            active_width,
+            active_speed,
+        })
+    }
+
+    fn port_immutable(_dev: &Device<Self>, port: PortNum) -> Result<PortImmutable> {
+        check_port(port)?;
+        Ok(PortImmutable {
+            pkey_tbl_len: 1,
+            gid_tbl_len: params::GID_TABLE_LEN,
+            core_cap_flags: core_cap::IBA_ROCE_UDP_ENCAP,
+            max_mad_size: MGMT_MAD_SIZE,
+        })
+    }
+
+    fn link_layer(_dev: &Device<Self>, _port: PortNum) -> LinkLayer {
+        LinkLayer::Ethernet
+    }
+
+    fn query_pkey(_dev: &Device<Self>, port: PortNum, index: u16) -> Result<u16> {
+        check_port(port)?;
+        // One partition key: the default full-membership key.
+        if index != 0 {
+            return Err(EINVAL);
+        }
+        Ok(0xffff)
+    }
+
+    fn alloc_ucontext(
+        _dev: &Device<Self>,
+        _udata: Option<&UData>,
+    ) -> impl PinInit<RrxeUContext, Error> {
+        // The rxe ABI passes no data with the context; librxe sends none and reads none.
+        Ok::<_, Error>(RrxeUContext)
+    }
+
+    fn alloc_pd(dev: &Device<Self>, _udata: Option<&UData>) -> impl PinInit<RrxePd, Error> {
+        let data = dev.data();
+        data.pds
+            .take()
+            .map(|charge| RrxePd::new(charge, data.new_pd_id()))
+    }
+
+    fn create_cq(
+        dev: &Device<Self>,
+        init: &CqInit<'_, Self>,
+    ) -> Result<impl PinInit<RrxeCq, Error>> {
+        RrxeCq::new(init, dev.data().cqs.take()?)
+    }
+
+    fn destroy_cq(_cq: &Cq<Self>) -> Result {
+        // The core only destroys CQs that no QP uses; the data drops next.
+        Ok(())
+    }
+
+    fn req_notify_cq(cq: &Cq<Self>, flags: NotifyFlags) -> Result<bool> {
+        cq.data().req_notify(flags)
+    }
+
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: Option<&UData>) -> Result {
+        RrxeCq::resize(cq, cqe, udata)
+    }
+
+    fn create_qp(
+        dev: &Device<Self>,
+        pd: &Pd<Self>,
+        init: &QpInit<'_, Self>,
+    ) -> Result<impl PinInit<RrxeQp, Error>> {
+        RrxeQp::new(dev, pd, init)
+    }
+
+    fn modify_qp(qp: &Qp<Self>, attrs: &QpAttrs, _udata: Option<&UData>) -> Result {
+        RrxeQp::modify(qp, attrs)
+    }
+
+    fn query_qp(qp: &Qp<Self>) -> Result<(QpAttrs, QpCaps, bool)> {
+        Ok(RrxeQp::query(qp))
+    }
+
+    fn destroy_qp(qp: &Qp<Self>) -> Result {
+        RrxeQp::destroy(qp);
+        Ok(())
+    }
+
+    fn send_doorbell(qp: &Qp<Self>) -> Result {
+        RrxeQp::doorbell(qp)
+    }
+
+    fn post_send_wr(qp: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result {
+        qp.data().post_send_wr(wr)
+    }
+
+    fn post_recv_wr(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
+        qp.data().post_recv_wr(wr)
+    }
+
+    fn poll_cq(cq: &Cq<Self>) -> Option<Wc> {
+        RrxeCq::poll_wc(cq)
+    }
+
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        req: &UserMrReq,
+        _udata: Option<&UData>,
+    ) -> Result<(MrKeys, impl PinInit<RrxeMr, Error>)> {
+        let (keys, mr) = RrxeMr::reg_user(pd, req)?;
+        Ok((keys, Ok::<_, Error>(mr)))
+    }
+
+    fn create_ah(
+        dev: &Device<Self>,
+        init: &AhInit<'_, Self>,
+    ) -> Result<impl PinInit<RrxeAh, Error>> {
+        RrxeAh::new(dev, init).map(Ok::<_, Error>)
+    }
+
+    fn destroy_ah(ah: &Ah<Self>) -> Result {
+        ah.data().destroy(ah.device());
+        Ok(())
+    }
+
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<RrxeMr, Error>)> {
+        let (keys, mr) = RrxeMr::dma(pd, access)?;
+        Ok((keys, Ok::<_, Error>(mr)))
+    }
+
+    fn dereg_mr(mr: &Mr<Self>) -> Result {
+        // The region's device is the one of its PD; the core passes only the region, whose
+        // data knows its key.
+        RrxeMr::dereg(mr, mr.device().data());
+        Ok(())
+    }
+}
