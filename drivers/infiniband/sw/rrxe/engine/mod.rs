@@ -66,7 +66,7 @@ use crate::proto::{
     psn::Psn,
     rc::{
         completer::local_ack_timeout_ns, qp_state, PathMtu, Responder, ResponderConfig, Sender,
-        SenderConfig, WcStatus,
+        SenderConfig, Transport, WcStatus,
     },
     uabi::{
         KernelConsumer, KernelProducer, LengthCheck, RecvQueueParams, SendQueueParams,
@@ -127,7 +127,7 @@ pub(crate) struct QpShared {
     #[pin]
     eng: SpinLock<Engine>,
     qpn: u32,
-    /// RC or UD.
+    /// RC, UC or UD.
     qp_type: WireQpType,
     pd_id: u64,
     ifindex: i32,
@@ -244,9 +244,17 @@ pub(super) fn path_mtu(a: &QpAttrs) -> PathMtu {
         .unwrap_or(PathMtu::MTU_1024)
 }
 
-fn sender_config(a: &QpAttrs) -> SenderConfig {
+/// Returns the sender's configuration for a `qp_type` QP: the UC mode for UC (nothing
+/// acknowledged, UC opcodes), RC otherwise (a UD QP does not use the sender).
+fn sender_config(a: &QpAttrs, qp_type: WireQpType) -> SenderConfig {
+    let transport = if qp_type == WireQpType::Uc {
+        Transport::Uc
+    } else {
+        Transport::Rc
+    };
     SenderConfig::new(Psn::new(a.sq_psn), path_mtu(a), a.retry_cnt, a.rnr_retry)
         .with_max_rd_atomic(u32::from(a.max_rd_atomic))
+        .with_transport(transport)
 }
 
 fn responder_config(a: &QpAttrs) -> ResponderConfig {
@@ -263,8 +271,11 @@ fn responder_config(a: &QpAttrs) -> ResponderConfig {
 
 /// Returns a sender in its initial state, allocated directly.
 #[inline(never)]
-fn new_sender(a: &QpAttrs) -> Result<KBox<Sender<SQ_SLOTS>>> {
-    Ok(KBox::new(Sender::new(sender_config(a)), GFP_KERNEL)?)
+fn new_sender(a: &QpAttrs, qp_type: WireQpType) -> Result<KBox<Sender<SQ_SLOTS>>> {
+    Ok(KBox::new(
+        Sender::new(sender_config(a, qp_type)),
+        GFP_KERNEL,
+    )?)
 }
 
 /// Responder resources of a QP: the READs and atomics a requester may have outstanding
@@ -299,7 +310,7 @@ impl QpShared {
         let sq_elem = sq_geo.elem_size();
         let rq_elem = s.rq.as_ref().map_or(0, |q| q.geometry().elem_size());
         let eng = Engine {
-            sender: new_sender(&s.attrs)?,
+            sender: new_sender(&s.attrs, s.qp_type)?,
             resp: new_responder(&s.attrs)?,
             replies: ReplyQueue::new()?,
             sqs: SendQueueState::new(sq_geo),
@@ -453,7 +464,7 @@ impl QpShared {
             }
             if fx.start_requester {
                 if cur == QpState::Rtr {
-                    e.sender.reset(sender_config(&a));
+                    e.sender.reset(sender_config(&a, this.qp_type));
                     e.ud_psn = Psn::new(a.sq_psn);
                 } else {
                     // Resumed (from SQD): the WQEs posted meanwhile start.
@@ -475,7 +486,7 @@ impl QpShared {
     fn reset(&self, e: &mut Engine) {
         self.rto.stop();
         self.rnr.stop();
-        e.sender.reset(sender_config(&e.attrs));
+        e.sender.reset(sender_config(&e.attrs, self.qp_type));
         e.resp.reset(responder_config(&e.attrs));
         e.replies.clear();
         self.tx_wait.stop();

@@ -10,13 +10,17 @@
 //! it. The sender decides what to transmit (its window, go-back-N, the RNR wait) and which
 //! WQEs complete; [`QpShared::drain_actions`] carries out what it asks for.
 //!
-//! UC uses the same sender with nothing acknowledged: a packet is done once sent, and the
-//! UC opcodes are the RC ones plus 0x20.
+//! A UC QP's sender runs in its UC mode ([`Transport::Uc`], chosen by `sender_config()`):
+//! it emits the UC opcodes without AckReq, completes a WQE once its last packet is handed
+//! out, never asks for the retransmit timer and refuses READ and atomics; this file treats
+//! both transports alike.
+//!
+//! [`Transport::Uc`]: crate::proto::rc::Transport::Uc
 
 use super::{xmit::PKEY, Engine, Events, QpShared, SQ_SLOTS};
 use crate::mr::Need;
 use crate::proto::{
-    opcode::{Opcode, QpType as WireQpType},
+    opcode::QpType as WireQpType,
     packet::Packet,
     rc::{Deliver, Response, SendAction, SendWqe as RcWqe, TxPacket, WcStatus, WqeHeaders, WrOp},
     uabi::{self, CheckedSendWqe, SendData, SendFlags, SendOp, SendQueueParams, SendWqe, WrOpcode},
@@ -102,13 +106,9 @@ impl QpShared {
         }
         self.fill_sender(e);
         while let Some(p) = e.sender.next_packet() {
-            // A packet that cannot be sent is lost: the retransmit timer recovers.
+            // A packet that cannot be sent is lost: the retransmit timer recovers (RC).
             let sent = self.send_request(e, &p);
             self.count_sent(sent, p.retransmit);
-            if self.qp_type == WireQpType::Uc {
-                // Unreliable: a packet is done once sent; the WQE completes with its last.
-                e.sender.on_response(&Response::ack(p.psn));
-            }
         }
         self.drain_actions(e, ev);
         if e.sq_error.is_some() && e.sender.is_idle() {
@@ -253,12 +253,7 @@ impl QpShared {
             },
             _ => return Err(EINVAL),
         };
-        let mut spec = p.spec(e.dest_qpn, PKEY, &hdrs, &[]);
-        if self.qp_type == WireQpType::Uc {
-            // The UC opcodes are the RC ones plus 0x20; nothing is acknowledged.
-            spec.bth.opcode = Opcode(spec.bth.opcode.0.wrapping_add(0x20));
-            spec.bth.ack_req = false;
-        }
+        let spec = p.spec(e.dest_qpn, PKEY, &hdrs, &[]);
         let len = usize::try_from(p.len)?;
         self.xmit(&e.ip, id, &spec, len, |out| match wqe.data() {
             SendData::Inline(bytes) => {
@@ -281,7 +276,7 @@ impl QpShared {
             match a {
                 SendAction::Complete(c) => self.complete_send(e, ev, c.id, c.status),
                 SendAction::ArmRetransmitTimer => {
-                    if let (Some(us), false) = (e.timeout_us, self.qp_type == WireQpType::Uc) {
+                    if let Some(us) = e.timeout_us {
                         // Doubled after each expiry without progress (see the completer).
                         self.rto
                             .arm_after_us(us.saturating_mul(e.sender.rto_multiplier()));

@@ -48,12 +48,16 @@
 //! means its responses were lost, and transmission restarts from it.
 //!
 //! The MSN of the AETH is not used: completion is by PSN, as in rxe.
+//!
+//! A [`Transport::Uc`] sender has nothing to complete here: its WQEs complete as their
+//! last packets go out (see [`super::requester`]), responses are ignored and no timer is
+//! ever asked for.
 
 use super::super::aeth::{Credits, NakCode, RnrTimer, Syndrome};
 use super::super::opcode::{Op, Opcode, Position};
 use super::super::packet::Packet;
 use super::super::psn::{Msn, Psn};
-use super::requester::{Sender, Slot, WrOp};
+use super::requester::{Sender, Slot, Transport, WrOp};
 use super::WcStatus;
 
 /// The header values of a received response packet: an ACK, NAK or RNR NAK, a READ
@@ -170,7 +174,7 @@ impl<const N: usize> Sender<N> {
     /// Returns where the data of a READ response or atomic ACK goes, if the sender would
     /// take it now; `None` for any other response, or one it would drop.
     pub fn check_response(&self, r: &Response) -> Option<Deliver> {
-        if self.dead {
+        if self.dead || self.cfg.transport == Transport::Uc {
             return None;
         }
         let op = r.opcode.info()?.op;
@@ -226,16 +230,17 @@ impl<const N: usize> Sender<N> {
     /// WQE's local memory is not writable): the PSNs before it are acknowledged, the WQE
     /// completes with `status` and the QP enters the error state.
     pub fn on_local_error(&mut self, r: &Response, status: WcStatus) {
-        if self.dead {
+        if self.dead || self.cfg.transport == Transport::Uc {
             return;
         }
         self.ack_through(r.psn, true);
         self.fail(status);
     }
 
-    /// Processes a response (ACK, NAK, RNR NAK, READ response or atomic ACK).
+    /// Processes a response (ACK, NAK, RNR NAK, READ response or atomic ACK); ignored on
+    /// [`Transport::Uc`], which has none.
     pub fn on_response(&mut self, r: &Response) {
-        if self.dead {
+        if self.dead || self.cfg.transport == Transport::Uc {
             return;
         }
         let Some(info) = r.opcode.info() else {

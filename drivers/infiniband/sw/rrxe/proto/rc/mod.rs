@@ -10,11 +10,13 @@
 //!   each one implies (flush, start or stop of the requester, SQ drain).
 //! - [`requester`]: [`Sender`], the requester half: segmentation of send WQEs into
 //!   path-MTU packets, PSN assignment, the AckReq policy, the unacknowledged-PSN window and
-//!   go-back-N retransmission.
+//!   go-back-N retransmission; in its [`Transport::Uc`] mode, the Unreliable Connected
+//!   requester (UC opcodes, nothing acknowledged, a WQE done once its last packet is out).
 //! - [`completer`]: the completer half of [`Sender`]: ACK, NAK and RNR NAK processing,
 //!   in-order completions, the retransmit and RNR timers and their retry counters.
 //! - [`responder`]: [`Responder`], the receive side: PSN classification, opcode sequence and
-//!   length checks, RNR NAKs, MSN tracking, ACK generation and where the payload goes.
+//!   length checks, RNR NAKs, MSN tracking, ACK generation and where the payload goes; UC
+//!   requests go to [`Responder::on_uc_request`].
 //!
 //! All state lives in small fixed-size structs; nothing allocates. The wire format itself
 //! is left to [`super::packet`]: a [`TxPacket`] or [`Reply`] turns into a
@@ -28,7 +30,9 @@ pub mod responder;
 
 pub use completer::{Completion, Deliver, Response, SendAction};
 pub use qp_state::QpState;
-pub use requester::{PostError, SendWqe, Sender, SenderConfig, TxPacket, WqeHeaders, WrOp};
+pub use requester::{
+    PostError, SendWqe, Sender, SenderConfig, Transport, TxPacket, WqeHeaders, WrOp,
+};
 pub use responder::{
     AtomicExec, AtomicOp, AtomicReply, AtomicReq, Placement, ReadReply, ReadResp, Reply, Request,
     RespOutcome, Responder, ResponderConfig,

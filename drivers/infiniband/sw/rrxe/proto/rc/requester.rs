@@ -15,6 +15,14 @@
 //! from the oldest unacknowledged PSN: the packet index inside its WQE is the PSN distance
 //! from the WQE's first PSN, and its byte offset that index times the MTU (rxe
 //! `req_retry()`/`retry_first_write_send()`).
+//!
+//! A sender configured for [`Transport::Uc`] (Unreliable Connected, IBA 9.8) segments and
+//! numbers packets the same way but sends the UC opcodes, never sets AckReq, never arms the
+//! retransmit timer and never retransmits: nothing is acknowledged, so each packet counts
+//! as done once [`Sender::next_packet`] hands it out and a WQE completes successfully with
+//! its last packet (rxe `rxe_requester()` for `IB_QPT_UC`). UC carries SEND, SEND with
+//! immediate, RDMA WRITE and RDMA WRITE with immediate only (IBA Table 38); [`Sender::post`]
+//! refuses anything else with [`PostError::Unsupported`].
 
 use super::super::bth::{BthFields, Qpn};
 use super::super::ext::{AtomicEthFields, ExtHdr, IethFields, ImmDtFields, RethFields};
@@ -26,7 +34,8 @@ use super::{PathMtu, MAX_DMA_LEN, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
 /// Most PSNs that the posted WQEs may span beyond the oldest unacknowledged one.
 const MAX_POSTED_PSNS: u32 = 1 << 22;
 
-/// The operation of a send work request (`enum ib_wr_opcode`, RC subset).
+/// The operation of a send work request (`enum ib_wr_opcode`, RC subset; UC takes SEND and
+/// RDMA WRITE, with or without immediate, only).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WrOp {
     /// `IB_WR_SEND`.
@@ -92,6 +101,56 @@ impl WrOp {
             (Self::WriteWithImm, false, true) => O::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
         }
     }
+
+    /// Returns the UC opcode of a request packet of this operation at the given position
+    /// (rxe `next_opcode_uc()`), or `None` for the operations UC does not carry: RDMA READ,
+    /// the atomics and SEND with invalidate (IBA Table 38).
+    pub const fn uc_opcode(self, first: bool, last: bool) -> Option<Opcode> {
+        use Opcode as O;
+        let opcode = match (self, first, last) {
+            (Self::Read | Self::CompareSwap | Self::FetchAdd | Self::SendWithInv, _, _) => {
+                return None;
+            }
+            (Self::Send | Self::SendWithImm, true, false) => O::UC_SEND_FIRST,
+            (Self::Send | Self::SendWithImm, false, false) => O::UC_SEND_MIDDLE,
+            (Self::Send, true, true) => O::UC_SEND_ONLY,
+            (Self::Send, false, true) => O::UC_SEND_LAST,
+            (Self::SendWithImm, true, true) => O::UC_SEND_ONLY_WITH_IMMEDIATE,
+            (Self::SendWithImm, false, true) => O::UC_SEND_LAST_WITH_IMMEDIATE,
+            (Self::Write | Self::WriteWithImm, true, false) => O::UC_RDMA_WRITE_FIRST,
+            (Self::Write | Self::WriteWithImm, false, false) => O::UC_RDMA_WRITE_MIDDLE,
+            (Self::Write, true, true) => O::UC_RDMA_WRITE_ONLY,
+            (Self::Write, false, true) => O::UC_RDMA_WRITE_LAST,
+            (Self::WriteWithImm, true, true) => O::UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+            (Self::WriteWithImm, false, true) => O::UC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+        };
+        Some(opcode)
+    }
+
+    /// Returns the opcode of a request packet of this operation at the given position on
+    /// `transport`, or `None` if the transport does not carry the operation.
+    pub const fn opcode_on(self, transport: Transport, first: bool, last: bool) -> Option<Opcode> {
+        match transport {
+            Transport::Rc => Some(self.opcode(first, last)),
+            Transport::Uc => self.uc_opcode(first, last),
+        }
+    }
+
+    /// Returns `true` if `transport` carries this operation.
+    pub const fn allowed_on(self, transport: Transport) -> bool {
+        self.opcode_on(transport, true, true).is_some()
+    }
+}
+
+/// The transport service of a [`Sender`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// Reliable Connected (IBA 9.7): ACKs, NAKs, retransmission, READ and atomics.
+    #[default]
+    Rc,
+    /// Unreliable Connected (IBA 9.8): no acknowledgements and no retransmission; a WQE
+    /// completes once its last packet is handed out. SEND and RDMA WRITE only.
+    Uc,
 }
 
 /// A send WQE as the sender needs it: plain values, no pointers.
@@ -215,10 +274,12 @@ pub struct SenderConfig {
     /// Most RDMA READ and atomic requests outstanding at the responder
     /// (`IB_QP_MAX_QP_RD_ATOMIC`, the initiator depth; 0 is taken as 1).
     pub max_rd_atomic: u32,
+    /// Transport service: RC, or UC (nothing acknowledged, see [`Transport::Uc`]).
+    pub transport: Transport,
 }
 
 impl SenderConfig {
-    /// Returns a configuration with rxe's defaults for the window and AckReq period.
+    /// Returns an RC configuration with rxe's defaults for the window and AckReq period.
     pub const fn new(sq_psn: Psn, mtu: PathMtu, retry_cnt: u8, rnr_retry: u8) -> Self {
         Self {
             sq_psn,
@@ -228,7 +289,13 @@ impl SenderConfig {
             max_unacked_psns: MAX_UNACKED_PSNS,
             max_pkt_per_ack: MAX_PKT_PER_ACK,
             max_rd_atomic: 1,
+            transport: Transport::Rc,
         }
+    }
+
+    /// Returns the configuration with the transport service `transport`.
+    pub const fn with_transport(self, transport: Transport) -> Self {
+        Self { transport, ..self }
     }
 
     /// Returns the configuration with the initiator depth `n`.
@@ -251,7 +318,8 @@ pub enum PostError {
     QpError,
     /// Longer than 2^31 bytes (the port's `max_msg_sz`).
     TooLong,
-    /// An operation the sender does not carry out.
+    /// An operation the sender does not carry out: on [`Transport::Uc`], RDMA READ, the
+    /// atomics and SEND with invalidate.
     Unsupported,
 }
 
@@ -275,12 +343,15 @@ impl Slot {
     }
 }
 
-/// The send side of an RC QP: requester and completer, for up to `N` outstanding WQEs.
+/// The send side of an RC or UC QP: requester and completer, for up to `N` outstanding
+/// WQEs.
 ///
 /// Drive it under the QP lock: [`Sender::post`] WQEs, transmit [`Sender::next_packet`]
 /// until it returns `None`, feed received ACKs to [`Sender::on_response`] and timer
 /// expiries to [`Sender::on_retransmit_timeout`] / [`Sender::on_rnr_timeout`], and after
 /// every such call drain [`Sender::poll`] (completions in order, timer commands, QP error).
+/// On [`Transport::Uc`] there are no responses and no timers: `poll` after `next_packet`
+/// returns the completions of the WQEs whose last packet went out.
 ///
 /// # Invariants
 ///
@@ -431,6 +502,9 @@ impl<const N: usize> Sender<N> {
         if wqe.len > MAX_DMA_LEN {
             return Err(PostError::TooLong);
         }
+        if !wqe.op.allowed_on(self.cfg.transport) {
+            return Err(PostError::Unsupported);
+        }
         if self.len >= N {
             return Err(PostError::Full);
         }
@@ -456,7 +530,8 @@ impl<const N: usize> Sender<N> {
     /// Returns the next packet to transmit, new or retransmitted, or `None` if there is
     /// nothing to send or the window, an RNR wait, SQ drain or the error state forbids it.
     ///
-    /// Call [`Sender::poll`] afterwards: the first packet sent arms the retransmit timer.
+    /// Call [`Sender::poll`] afterwards: the first packet sent arms the retransmit timer
+    /// (RC); on UC, a WQE whose last packet this was completes.
     pub fn next_packet(&mut self) -> Option<TxPacket> {
         if self.dead || self.rnr_wait || self.tx_slot >= self.len {
             return None;
@@ -496,11 +571,14 @@ impl<const N: usize> Sender<N> {
             (0, remaining, true)
         };
         let first = self.tx_pkt == 0 || !wqe.op.has_payload();
-        let opcode = wqe.op.opcode(first, last);
+        // `post` accepted only operations the transport carries.
+        let opcode = wqe.op.opcode_on(self.cfg.transport, first, last)?;
+        let reliable = self.cfg.transport == Transport::Rc;
         let end = if last { slot.end_psn() } else { psn.next() };
-        let ack_req = last
-            || self.noack_pkts.wrapping_add(1) >= self.cfg.max_pkt_per_ack
-            || outstanding.wrapping_add(1) >= self.cfg.max_unacked_psns;
+        let ack_req = reliable
+            && (last
+                || self.noack_pkts.wrapping_add(1) >= self.cfg.max_pkt_per_ack
+                || outstanding.wrapping_add(1) >= self.cfg.max_unacked_psns);
         self.noack_pkts = if ack_req {
             0
         } else {
@@ -516,7 +594,14 @@ impl<const N: usize> Sender<N> {
         } else {
             self.tx_pkt = self.tx_pkt.wrapping_add(1);
         }
-        if !self.rto_armed {
+        if !reliable {
+            // Unreliable: nothing will acknowledge the packet, it is done once handed out;
+            // the WQE completes with its last packet.
+            self.una = end;
+            if last {
+                self.done = self.done.wrapping_add(1);
+            }
+        } else if !self.rto_armed {
             self.rto_armed = true;
             self.rto_cmd = Some(true);
         }
