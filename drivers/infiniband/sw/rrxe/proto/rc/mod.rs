@@ -14,7 +14,8 @@
 //! - [`completer`]: the completer half of [`Sender`]: ACK, NAK and RNR NAK processing,
 //!   in-order completions, the retransmit and RNR timers and their retry counters.
 //! - [`responder`]: [`Responder`], the receive side: PSN classification, opcode sequence and
-//!   length checks, RNR NAKs, MSN tracking, ACK generation and where the payload goes.
+//!   length checks, RNR NAKs, MSN tracking, ACK generation and where the payload goes; READ
+//!   and atomic requests and the responder resources that answer their duplicates; UC mode.
 //!
 //! All state lives in small fixed-size structs; nothing allocates. The wire format itself
 //! is left to [`super::packet`]: a [`TxPacket`] or [`Reply`] turns into a
