@@ -24,18 +24,27 @@ pub(crate) fn chunk_mut<const N: usize>(bytes: &mut [u8], off: usize) -> Option<
     bytes.get_mut(off..).and_then(<[u8]>::first_chunk_mut)
 }
 
+/// The `read` and `write` methods of a field trait ([`Field`] here, `uabi::Le` for the
+/// user ABI) for an integer type, in the byte order of `$from`/`$to` (`from_be_bytes` and
+/// `to_be_bytes`, or the `le` pair): zero when out of range, an out-of-range write dropped.
+macro_rules! int_read_write {
+    ($from:ident, $to:ident) => {
+        fn read(bytes: &[u8], off: usize) -> Self {
+            $crate::proto::wire::chunk(bytes, off).map_or(0, |b| Self::$from(*b))
+        }
+
+        fn write(self, bytes: &mut [u8], off: usize) {
+            if let Some(b) = $crate::proto::wire::chunk_mut(bytes, off) {
+                *b = self.$to();
+            }
+        }
+    };
+}
+
 macro_rules! be_field {
     ($($t:ty),*) => {$(
         impl Field for $t {
-            fn read(bytes: &[u8], off: usize) -> Self {
-                chunk(bytes, off).map_or(0, |b| <$t>::from_be_bytes(*b))
-            }
-
-            fn write(self, bytes: &mut [u8], off: usize) {
-                if let Some(b) = chunk_mut(bytes, off) {
-                    *b = self.to_be_bytes();
-                }
-            }
+            int_read_write!(from_be_bytes, to_be_bytes);
         }
     )*};
 }
@@ -96,13 +105,17 @@ macro_rules! u24_type {
     };
 }
 
-/// Declares a fixed-layout header: a zero-copy view `$view<'a>` over the wire bytes and a
+/// Declares a fixed-layout byte structure: a zero-copy view `$view<'a>` over its bytes and a
 /// plain builder `$fields` with one public member per field.
 ///
-/// Every byte of the header must be covered by a field (reserved bytes included) so that
-/// view -> fields -> bytes reproduces the original bytes exactly.
-macro_rules! header {
+/// `$field` is the trait through which every field is read and written at its constant
+/// offset (`read(bytes, off)`, `write(self, bytes, off)`): the big-endian [`Field`] for wire
+/// headers (`header!`), the little-endian `uabi::Le` for the user ABI's C structures
+/// (`le_struct!`). `$what` names the structure in the generated documentation, and the
+/// attributes in brackets are added to the builder.
+macro_rules! fixed_layout {
     (
+        $field:path, $what:literal, [$(#[$bmeta:meta])*]
         $(#[$vmeta:meta])* $view:ident, $fields:ident, $len:literal {
             $($(#[$fmeta:meta])* $name:ident: $ty:ty = $off:literal,)*
         }
@@ -112,7 +125,7 @@ macro_rules! header {
         pub struct $view<'a>(&'a [u8; $len]);
 
         impl<'a> $view<'a> {
-            /// Length of the header on the wire in bytes.
+            #[doc = concat!("Size of the ", $what, " in bytes.")]
             pub const LEN: usize = $len;
 
             /// Views the first [`Self::LEN`] bytes of `bytes`, or `None` if it is shorter.
@@ -120,7 +133,7 @@ macro_rules! header {
                 bytes.first_chunk().map(Self)
             }
 
-            /// Returns the raw header bytes.
+            #[doc = concat!("Returns the raw bytes of the ", $what, ".")]
             pub fn as_bytes(&self) -> &'a [u8; $len] {
                 self.0
             }
@@ -128,7 +141,7 @@ macro_rules! header {
             $(
                 $(#[$fmeta])*
                 pub fn $name(&self) -> $ty {
-                    <$ty as super::wire::Field>::read(self.0, $off)
+                    <$ty as $field>::read(self.0, $off)
                 }
             )*
 
@@ -144,22 +157,36 @@ macro_rules! header {
             }
         }
 
-        #[doc = concat!("Builder for [`", stringify!($view), "`]: the header's fields by value.")]
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        #[doc = concat!("Builder for [`", stringify!($view), "`]: the ", $what, "'s fields by value.")]
+        $(#[$bmeta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub struct $fields {
             $($(#[$fmeta])* pub $name: $ty,)*
         }
 
         impl $fields {
-            /// Length of the header on the wire in bytes.
+            #[doc = concat!("Size of the ", $what, " in bytes.")]
             pub const LEN: usize = $len;
 
-            /// Serialises the header into the first [`Self::LEN`] bytes of `out`.
-            pub fn write(&self, out: &mut [u8]) -> Result<(), super::BufferTooSmall> {
-                let out: &mut [u8; $len] = out.first_chunk_mut().ok_or(super::BufferTooSmall)?;
-                $(super::wire::Field::write(self.$name, out, $off);)*
+            #[doc = concat!("Serialises the ", $what, " into the first [`Self::LEN`] bytes of `out`.")]
+            pub fn write(&self, out: &mut [u8]) -> Result<(), $crate::proto::BufferTooSmall> {
+                let out: &mut [u8; $len] =
+                    out.first_chunk_mut().ok_or($crate::proto::BufferTooSmall)?;
+                $(<$ty as $field>::write(self.$name, out, $off);)*
                 Ok(())
             }
         }
+    };
+}
+
+/// Declares a fixed-layout header (big-endian fields, see [`fixed_layout!`]): a zero-copy
+/// view `$view<'a>` over the wire bytes and a plain builder `$fields` with one public member
+/// per field.
+///
+/// Every byte of the header must be covered by a field (reserved bytes included) so that
+/// view -> fields -> bytes reproduces the original bytes exactly.
+macro_rules! header {
+    ($($decl:tt)*) => {
+        fixed_layout! { super::wire::Field, "header", [#[derive(Default)]] $($decl)* }
     };
 }

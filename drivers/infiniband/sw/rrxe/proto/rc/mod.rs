@@ -15,7 +15,8 @@
 //! - [`completer`]: the completer half of [`Sender`]: ACK, NAK and RNR NAK processing,
 //!   in-order completions, the retransmit and RNR timers and their retry counters.
 //! - [`responder`]: [`Responder`], the receive side: PSN classification, opcode sequence and
-//!   length checks, RNR NAKs, MSN tracking, ACK generation and where the payload goes; UC
+//!   length checks, RNR NAKs, MSN tracking, ACK generation and where the payload goes; READ
+//!   and atomic requests and the responder resources that answer their duplicates; UC
 //!   requests go to [`Responder::on_uc_request`].
 //!
 //! All state lives in small fixed-size structs; nothing allocates. The wire format itself

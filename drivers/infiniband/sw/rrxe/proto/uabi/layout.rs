@@ -6,7 +6,6 @@
 //! against the numbers produced by the C compiler (`rxe_uabi_layout.out`).
 
 use super::super::wire::{chunk, chunk_mut};
-use super::super::BufferTooSmall;
 use super::{layout_offset, layout_tiles, FieldLayout, Le};
 
 le_struct! {
@@ -277,7 +276,7 @@ macro_rules! union_accessors {
             $(
                 $(#[$meta])*
                 pub fn $get(&self) -> $ty {
-                    Le::read_le(self.0, SEND_WR_UNION_OFFSET)
+                    Le::read(self.0, SEND_WR_UNION_OFFSET)
                 }
             )*
         }
@@ -286,12 +285,12 @@ macro_rules! union_accessors {
             $(
                 $(#[$meta])*
                 pub fn $get(&self) -> $ty {
-                    Le::read_le(&self.wr, 0)
+                    Le::read(&self.wr, 0)
                 }
 
                 #[doc = concat!("Overwrites the start of the `wr` union with `v` (see [`Self::", stringify!($get), "`]).")]
                 pub fn $set(&mut self, v: $ty) {
-                    Le::write_le(v, &mut self.wr, 0);
+                    Le::write(v, &mut self.wr, 0);
                 }
             )*
         }

@@ -51,9 +51,9 @@ trait Le: Copy {
     /// The all-zero value.
     const ZERO: Self;
     /// Reads the field at byte `off` of `bytes` (zero if out of range).
-    fn read_le(bytes: &[u8], off: usize) -> Self;
+    fn read(bytes: &[u8], off: usize) -> Self;
     /// Writes the field at byte `off` of `bytes` (dropped if out of range).
-    fn write_le(self, bytes: &mut [u8], off: usize);
+    fn write(self, bytes: &mut [u8], off: usize);
 }
 
 macro_rules! le_int {
@@ -62,15 +62,7 @@ macro_rules! le_int {
             const SIZE: usize = core::mem::size_of::<$t>();
             const ZERO: Self = 0;
 
-            fn read_le(bytes: &[u8], off: usize) -> Self {
-                chunk(bytes, off).map_or(0, |b| <$t>::from_le_bytes(*b))
-            }
-
-            fn write_le(self, bytes: &mut [u8], off: usize) {
-                if let Some(b) = chunk_mut(bytes, off) {
-                    *b = self.to_le_bytes();
-                }
-            }
+            int_read_write!(from_le_bytes, to_le_bytes);
         }
     )*};
 }
@@ -81,11 +73,11 @@ impl<const N: usize> Le for [u8; N] {
     const SIZE: usize = N;
     const ZERO: Self = [0; N];
 
-    fn read_le(bytes: &[u8], off: usize) -> Self {
+    fn read(bytes: &[u8], off: usize) -> Self {
         chunk(bytes, off).copied().unwrap_or([0; N])
     }
 
-    fn write_le(self, bytes: &mut [u8], off: usize) {
+    fn write(self, bytes: &mut [u8], off: usize) {
         if let Some(b) = chunk_mut(bytes, off) {
             *b = self;
         }
@@ -146,56 +138,21 @@ const fn const_str_eq(a: &str, b: &str) -> bool {
     a.is_empty() && b.is_empty()
 }
 
-/// Declares a C structure of the user ABI: a zero-copy view `$view<'a>` over its bytes, a
-/// builder `$fields` with one public member per field, and a compile-time check that the
-/// fields tile the structure.
+/// Declares a C structure of the user ABI (little-endian [`Le`] fields, see `fixed_layout!`
+/// in `wire`): a zero-copy view `$view<'a>` over its bytes, a builder `$fields` with one
+/// public member per field, the builder's [`Le`] implementation (so that structures nest),
+/// its `LAYOUT` and a compile-time check that the fields tile the structure.
 macro_rules! le_struct {
     (
         $(#[$vmeta:meta])* $view:ident, $fields:ident, $len:literal {
             $($(#[$fmeta:meta])* $name:ident: $ty:ty = $off:literal,)*
         }
     ) => {
-        $(#[$vmeta])*
-        #[derive(Clone, Copy, PartialEq, Eq)]
-        pub struct $view<'a>(&'a [u8; $len]);
-
-        impl<'a> $view<'a> {
-            /// Size of the C structure in bytes.
-            pub const LEN: usize = $len;
-
-            /// Views the first [`Self::LEN`] bytes of `bytes`, or `None` if it is shorter.
-            pub fn new(bytes: &'a [u8]) -> Option<Self> {
-                bytes.first_chunk().map(Self)
+        fixed_layout! {
+            Le, "C structure", []
+            $(#[$vmeta])* $view, $fields, $len {
+                $($(#[$fmeta])* $name: $ty = $off,)*
             }
-
-            /// Returns the raw bytes.
-            pub fn as_bytes(&self) -> &'a [u8; $len] {
-                self.0
-            }
-
-            $(
-                $(#[$fmeta])*
-                pub fn $name(&self) -> $ty {
-                    <$ty as Le>::read_le(self.0, $off)
-                }
-            )*
-
-            /// Copies all fields into a builder.
-            pub fn fields(&self) -> $fields {
-                $fields { $($name: self.$name(),)* }
-            }
-        }
-
-        impl core::fmt::Debug for $view<'_> {
-            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                self.fields().fmt(f)
-            }
-        }
-
-        #[doc = concat!("Builder for [`", stringify!($view), "`]: the structure's fields by value.")]
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub struct $fields {
-            $($(#[$fmeta])* pub $name: $ty,)*
         }
 
         impl Default for $fields {
@@ -205,33 +162,23 @@ macro_rules! le_struct {
         }
 
         impl $fields {
-            /// Size of the C structure in bytes.
-            pub const LEN: usize = $len;
-
             /// Offset and size of every field, in declaration (and offset) order.
             pub const LAYOUT: &'static [FieldLayout] = &[
                 $(FieldLayout { name: stringify!($name), offset: $off, size: <$ty as Le>::SIZE },)*
             ];
-
-            /// Serialises the structure into the first [`Self::LEN`] bytes of `out`.
-            pub fn write(&self, out: &mut [u8]) -> Result<(), BufferTooSmall> {
-                let out: &mut [u8; $len] = out.first_chunk_mut().ok_or(BufferTooSmall)?;
-                Le::write_le(*self, out, 0);
-                Ok(())
-            }
         }
 
         impl Le for $fields {
             const SIZE: usize = $len;
             const ZERO: Self = Self { $($name: <$ty as Le>::ZERO,)* };
 
-            fn read_le(bytes: &[u8], off: usize) -> Self {
+            fn read(bytes: &[u8], off: usize) -> Self {
                 chunk::<$len>(bytes, off).map_or(Self::ZERO, |b| $view(b).fields())
             }
 
-            fn write_le(self, bytes: &mut [u8], off: usize) {
+            fn write(self, bytes: &mut [u8], off: usize) {
                 if let Some(out) = chunk_mut::<$len>(bytes, off) {
-                    $(Le::write_le(self.$name, out, $off);)*
+                    $(<$ty as Le>::write(self.$name, out, $off);)*
                 }
             }
         }
