@@ -7,9 +7,10 @@
 //! [`BhWork`] queued from the transmit path runs shortly after, in softirq context like the
 //! network receive path, on the object that embeds it ([`BhWorkCallback::work_run`]).
 //! Queueing never waits and may be done from any context but hard interrupts; the work
-//! holds no reference count on the object. Dropping a `BhWork` (or [`BhWork::cancel`])
-//! cancels it and waits for a running callback, so declare it before whatever the callback
-//! uses in the embedding struct.
+//! holds no reference count on the object. [`BhWork::cancel`] cancels it and waits for a
+//! running callback. The embedding type declares it with
+//! [`impl_deferred!`](crate::impl_deferred), which cancels it before any field of the type
+//! is dropped; it is queued through its owner ([`BhWork::queue`] takes it).
 //!
 //! C header: [`include/linux/workqueue.h`](srctree/include/linux/workqueue.h)
 
@@ -26,12 +27,20 @@ pub trait BhWorkCallback: Sync + Sized {
     fn work_run(this: &Self);
 }
 
-/// Implemented by types that embed a [`BhWork`]; use [`impl_has_bh_work!`].
+/// Implemented by types that embed a [`BhWork`]; use [`impl_deferred!`](crate::impl_deferred).
 ///
 /// # Safety
 ///
-/// `bh_work_container_of` must return the struct whose field the pointer points to.
+/// `raw_get_work` and `bh_work_container_of` must be inverses: the work item is a field of
+/// `Self`. The work must be cancelled before any field of `Self` is dropped.
 pub unsafe trait HasBhWork: BhWorkCallback {
+    /// Returns a pointer to the work field of `*ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points to a valid `Self`.
+    unsafe fn raw_get_work(ptr: *const Self) -> *const BhWork<Self>;
+
     /// Returns a pointer to the struct containing the work item at `ptr`.
     ///
     /// # Safety
@@ -40,30 +49,13 @@ pub unsafe trait HasBhWork: BhWorkCallback {
     unsafe fn bh_work_container_of(ptr: *const BhWork<Self>) -> *const Self;
 }
 
-/// Declares that a struct embeds a [`BhWork`] in a field.
-#[macro_export]
-macro_rules! impl_has_bh_work {
-    (impl HasBhWork for $self:ty { self.$field:ident }) => {
-        // SAFETY: `container_of!` checks that the field has the right type.
-        unsafe impl $crate::rdma::bhwork::HasBhWork for $self {
-            #[inline]
-            unsafe fn bh_work_container_of(
-                ptr: *const $crate::rdma::bhwork::BhWork<Self>,
-            ) -> *const Self {
-                // SAFETY: The caller promises that `ptr` points to the field of a `Self`.
-                unsafe { $crate::container_of!(ptr, Self, $field) }
-            }
-        }
-    };
-}
-pub use impl_has_bh_work;
-
 /// A work item for `system_bh_wq`, embedded in a `T`.
 ///
 /// # Invariants
 ///
-/// `work` was set up with [`Self::run`] as its function and is a field of a pinned `T`; it
-/// is cancelled before it is freed.
+/// `work` was set up with [`Self::run`] as its function. It is only queued while it is the
+/// field of a pinned `T` that [`HasBhWork`] names, and such a `T` cancels it before any of its
+/// fields is dropped.
 #[pin_data(PinnedDrop)]
 #[repr(transparent)]
 pub struct BhWork<T: HasBhWork> {
@@ -101,16 +93,22 @@ impl<T: HasBhWork> BhWork<T> {
 
     /// # Safety
     ///
-    /// Called by the workqueue with the `work_struct` of a `BhWork<T>` in a live `T` (it is
-    /// cancelled before the `T` is freed).
+    /// Called by the workqueue with the `work_struct` of a `BhWork<T>` that was queued, so (by
+    /// the type invariant) embedded in a live `T`, which cancels it before it drops.
     unsafe extern "C" fn run(w: *mut bindings::work_struct) {
         // SAFETY: `Self` is `repr(transparent)` over the work item, a field of a live `T`.
         let this = unsafe { &*T::bh_work_container_of(w.cast::<Self>().cast_const()) };
         T::work_run(this);
     }
 
-    /// Queues the work unless it is already queued.
-    pub fn queue(&self) {
+    /// Queues the work of `owner` unless it is already queued; does nothing if this work item
+    /// is not `owner`'s.
+    pub fn queue(&self, owner: &T) {
+        // SAFETY: `owner` is a valid `T`.
+        if !core::ptr::eq(unsafe { T::raw_get_work(owner) }, self) {
+            return;
+        }
+        // INVARIANT: Queued as the field of `owner`, which cancels it before it drops.
         // SAFETY: By the type invariant the work is set up; `system_bh_wq` is a static
         // workqueue that outlives every module.
         unsafe {
@@ -136,7 +134,8 @@ impl<T: HasBhWork> BhWork<T> {
 #[pinned_drop]
 impl<T: HasBhWork> PinnedDrop for BhWork<T> {
     fn drop(self: Pin<&mut Self>) {
-        // INVARIANT: Nothing runs after this, so the `T` may go.
+        // Its owner cancelled it already; this keeps a stray work item (never queued) from
+        // being freed while the workqueue could list it.
         self.cancel();
     }
 }

@@ -21,18 +21,61 @@ use crate::{
 };
 use core::ptr::NonNull;
 
-/// `IB_ACCESS_*` flags of a memory region.
-pub mod access {
+/// Access rights (`enum ib_access_flags`) of a memory region, a memory window or a QP's
+/// remote access, as the caller gave them: bits this type does not name are kept, so that a
+/// driver can refuse what it does not support ([`AccessFlags::is_within`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccessFlags(u32);
+
+impl AccessFlags {
+    /// No access beyond local reads.
+    pub const NONE: Self = Self(0);
     /// The local side may write (required for any remote write or atomic).
-    pub const LOCAL_WRITE: u32 = 1;
+    pub const LOCAL_WRITE: Self = Self(bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE);
     /// Remote RDMA WRITE.
-    pub const REMOTE_WRITE: u32 = 2;
+    pub const REMOTE_WRITE: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE);
     /// Remote RDMA READ.
-    pub const REMOTE_READ: u32 = 4;
+    pub const REMOTE_READ: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_READ);
     /// Remote atomics.
-    pub const REMOTE_ATOMIC: u32 = 8;
+    pub const REMOTE_ATOMIC: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC);
     /// Memory window binding.
-    pub const MW_BIND: u32 = 16;
+    pub const MW_BIND: Self = Self(bindings::ib_access_flags_IB_ACCESS_MW_BIND);
+    /// `IB_ACCESS_OPTIONAL`: hints (relaxed ordering and the range reserved for more) that a
+    /// device may ignore, as the core expects drivers to.
+    pub const OPTIONAL: Self = Self(bindings::ib_access_flags_IB_ACCESS_OPTIONAL);
+
+    /// Takes the bits as the core or userspace passed them.
+    pub const fn from_raw(bits: u32) -> Self {
+        Self(bits)
+    }
+
+    /// Returns the bits.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// Returns the rights of both.
+    pub const fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// Returns whether every right of `other` is granted.
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Returns whether no right outside `allowed` is asked for.
+    pub const fn is_within(self, allowed: Self) -> bool {
+        self.0 & !allowed.0 == 0
+    }
+}
+
+impl core::ops::BitOr for AccessFlags {
+    type Output = Self;
+
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
 }
 
 /// User memory pinned for the device (`struct ib_umem`).
@@ -66,8 +109,13 @@ impl Umem {
     /// # Context
     ///
     /// Process context of the process owning the memory; may sleep.
-    pub fn get<T: Driver>(dev: &Device<T>, addr: u64, len: usize, access: u32) -> Result<Self> {
-        let access = c_int::try_from(access).map_err(|_| EINVAL)?;
+    pub fn get<T: Driver>(
+        dev: &Device<T>,
+        addr: u64,
+        len: usize,
+        access: AccessFlags,
+    ) -> Result<Self> {
+        let access = c_int::try_from(access.bits()).map_err(|_| EINVAL)?;
         // SAFETY: `dev` is a registered device; without a bundle, the core pins the user
         // range `[addr, addr + len)` of the current process, or returns an error pointer.
         let umem = from_err_ptr(unsafe {
@@ -240,8 +288,8 @@ pub struct UserMrReq {
     pub length: u64,
     /// I/O virtual address the range is known by on the wire (`ibv_reg_mr_iova`).
     pub iova: u64,
-    /// `IB_ACCESS_*` flags, see [`access`].
-    pub access: u32,
+    /// Access rights.
+    pub access: AccessFlags,
 }
 
 /// The keys of a new memory region.
@@ -276,7 +324,7 @@ pub(crate) unsafe fn reg_user<T: Driver>(
 /// `pd` is one of this driver's protection domains.
 pub(crate) unsafe fn get_dma<T: Driver>(
     pd: *mut bindings::ib_pd,
-    access: u32,
+    access: AccessFlags,
 ) -> Result<*mut bindings::ib_mr> {
     // SAFETY: Per the function's contract.
     let pd = unsafe { &*pd.cast::<Pd<T>>() };

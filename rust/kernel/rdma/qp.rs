@@ -7,6 +7,7 @@
 use super::{
     cq::Cq,
     device::{Device, Driver, Mtu, UContext, UData},
+    mr::AccessFlags,
     pd::Pd,
 };
 use crate::{bindings, prelude::*, types::Opaque};
@@ -165,6 +166,30 @@ impl QpCaps {
     }
 }
 
+/// The type of a GID table entry (`enum ib_gid_type`): which wire protocol the port speaks
+/// from that GID.
+#[repr(u32)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum GidType {
+    /// InfiniBand (`IB_GID_TYPE_IB`).
+    Ib = bindings::ib_gid_type_IB_GID_TYPE_IB,
+    /// RoCE v1: IB over Ethernet (`IB_GID_TYPE_ROCE`).
+    RoceV1 = bindings::ib_gid_type_IB_GID_TYPE_ROCE,
+    /// RoCE v2: IB transport over UDP/IP (`IB_GID_TYPE_ROCE_UDP_ENCAP`).
+    RoceV2 = bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
+}
+
+impl GidType {
+    fn from_raw(v: u32) -> Option<Self> {
+        Some(match v {
+            bindings::ib_gid_type_IB_GID_TYPE_IB => Self::Ib,
+            bindings::ib_gid_type_IB_GID_TYPE_ROCE => Self::RoceV1,
+            bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP => Self::RoceV2,
+            _ => return None,
+        })
+    }
+}
+
 /// A RoCE address vector: the path to the remote end (`struct rdma_ah_attr` with a GRH).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct AhAttr {
@@ -174,8 +199,8 @@ pub struct AhAttr {
     pub sgid: [u8; 16],
     /// Index of the source GID in the port's table.
     pub sgid_index: u8,
-    /// GID type of the source GID entry (`IB_GID_TYPE_*`; RoCE v2 is 2).
-    pub sgid_type: u32,
+    /// Type of the source GID entry; `None` if the core gave none.
+    pub sgid_type: Option<GidType>,
     /// IPv6 flow label.
     pub flow_label: u32,
     /// Hop limit (TTL).
@@ -210,7 +235,7 @@ pub struct QpAttrs {
     /// Destination QP number.
     pub dest_qp_num: u32,
     /// `IB_ACCESS_REMOTE_*` rights granted to remote requests.
-    pub qp_access_flags: u32,
+    pub qp_access_flags: AccessFlags,
     /// Capabilities.
     pub cap: QpCaps,
     /// Address vector.
@@ -261,7 +286,7 @@ impl AhAttr {
             let sgid = unsafe { &*g.sgid_attr };
             // SAFETY: See above for `ib_gid`.
             ah.sgid = unsafe { sgid.gid.raw };
-            ah.sgid_type = sgid.gid_type;
+            ah.sgid_type = GidType::from_raw(sgid.gid_type);
         }
         ah
     }
@@ -293,7 +318,9 @@ impl QpAttrs {
             rq_psn: a.rq_psn,
             sq_psn: a.sq_psn,
             dest_qp_num: a.dest_qp_num,
-            qp_access_flags: u32::from_ne_bytes(a.qp_access_flags.to_ne_bytes()),
+            qp_access_flags: AccessFlags::from_raw(u32::from_ne_bytes(
+                a.qp_access_flags.to_ne_bytes(),
+            )),
             cap: QpCaps::from_raw(&a.cap),
             ah,
             pkey_index: a.pkey_index,
@@ -316,7 +343,7 @@ impl QpAttrs {
         a.rq_psn = self.rq_psn;
         a.sq_psn = self.sq_psn;
         a.dest_qp_num = self.dest_qp_num;
-        a.qp_access_flags = i32::from_ne_bytes(self.qp_access_flags.to_ne_bytes());
+        a.qp_access_flags = i32::from_ne_bytes(self.qp_access_flags.bits().to_ne_bytes());
         self.cap.write(&mut a.cap);
         a.ah_attr.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
         a.ah_attr.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;

@@ -14,9 +14,16 @@
 //!   ([`TimerCallback::timer_fired`]); it holds no reference count, so it never drops the
 //!   object.
 //! - [`Timer::shutdown`] (`timer_shutdown_sync`) waits for a running callback and keeps the
-//!   timer from being armed again; dropping the timer does it too. Because fields drop in
-//!   declaration order, declare the timers first in the embedding struct, so that no
-//!   callback can run while the fields after them are dropped.
+//!   timer from being armed again.
+//!
+//! A type declares its timers (and its BH work) with [`impl_deferred!`](crate::impl_deferred),
+//! the only way to implement [`HasTimer`] without `unsafe`. The macro also gives the type a
+//! `PinnedDrop` that shuts every timer down and cancels the work *before any field is
+//! dropped*, whatever the order of the fields, so that no callback sees a half-dropped
+//! object; the type must be `#[pin_data(PinnedDrop)]` (pin-init refuses to compile a
+//! `PinnedDrop` the struct does not declare). A timer is armed through its owner
+//! ([`Timer::arm_after_us`] takes it): a `Timer<T>` that is not the field of a `T` that
+//! [`HasTimer`] names never fires.
 //!
 //! C header: [`include/linux/timer.h`](srctree/include/linux/timer.h)
 
@@ -33,11 +40,14 @@ pub trait TimerCallback<const ID: u64 = 0>: Sync + Sized {
     fn timer_fired(this: &Self);
 }
 
-/// Implemented by types that embed the [`Timer`] number `ID`; use [`impl_has_timer!`].
+/// Implemented by types that embed the [`Timer`] number `ID`; use
+/// [`impl_deferred!`](crate::impl_deferred).
 ///
 /// # Safety
 ///
 /// `raw_get_timer` and `timer_container_of` must be inverses: the timer is a field of `Self`.
+/// Every timer of `Self` must be shut down before any field of `Self` is dropped (the
+/// `PinnedDrop` that `impl_deferred!` writes).
 pub unsafe trait HasTimer<const ID: u64 = 0>: TimerCallback<ID> {
     /// Returns a pointer to the timer field of `*ptr`.
     ///
@@ -54,46 +64,13 @@ pub unsafe trait HasTimer<const ID: u64 = 0>: TimerCallback<ID> {
     unsafe fn timer_container_of(ptr: *const Timer<Self, ID>) -> *const Self;
 }
 
-/// Declares that a struct embeds a [`Timer`] in a field.
-///
-/// ```ignore
-/// impl_has_timer! {
-///     impl HasTimer<0> for Conn { self.rto }
-///     impl HasTimer<1> for Conn { self.rnr }
-/// }
-/// ```
-#[macro_export]
-macro_rules! impl_has_timer {
-    ($(impl HasTimer<$id:tt> for $self:ty { self.$field:ident })*) => {$(
-        // SAFETY: The two functions project to the field and back; the field's type is
-        // checked by `container_of!`.
-        unsafe impl $crate::rdma::timer::HasTimer<$id> for $self {
-            #[inline]
-            unsafe fn raw_get_timer(
-                ptr: *const Self,
-            ) -> *const $crate::rdma::timer::Timer<Self, $id> {
-                // SAFETY: The caller promises that `ptr` points to a valid `Self`.
-                unsafe { ::core::ptr::addr_of!((*ptr).$field) }
-            }
-
-            #[inline]
-            unsafe fn timer_container_of(
-                ptr: *const $crate::rdma::timer::Timer<Self, $id>,
-            ) -> *const Self {
-                // SAFETY: The caller promises that `ptr` points to the field of a `Self`.
-                unsafe { $crate::container_of!(ptr, Self, $field) }
-            }
-        }
-    )*};
-}
-pub use impl_has_timer;
-
 /// A kernel timer embedded in a `T`, calling [`TimerCallback::timer_fired`] on the `T`.
 ///
 /// # Invariants
 ///
-/// `timer` was set up by `timer_init_key` with [`Self::run`] as its function, and is a field
-/// of a pinned `T` (by [`HasTimer`]); it is shut down before it is freed.
+/// `timer` was set up by `timer_init_key` with [`Self::run`] as its function. It is only
+/// armed while it is the field of a pinned `T` that [`HasTimer`] names, and such a `T` shuts
+/// it down before any of its fields is dropped.
 #[pin_data(PinnedDrop)]
 #[repr(transparent)]
 pub struct Timer<T: HasTimer<ID>, const ID: u64 = 0> {
@@ -131,8 +108,8 @@ impl<T: HasTimer<ID>, const ID: u64> Timer<T, ID> {
 
     /// # Safety
     ///
-    /// Called by the timer core with the `timer_list` of a `Timer<T, ID>` embedded in a live
-    /// `T` (it is shut down before the `T` is freed).
+    /// Called by the timer core with the `timer_list` of a `Timer<T, ID>` that was armed, so
+    /// (by the type invariant) embedded in a live `T`, which shuts it down before it drops.
     unsafe extern "C" fn run(t: *mut bindings::timer_list) {
         let timer = t.cast::<Self>().cast_const();
         // SAFETY: `Self` is `repr(transparent)` over the `timer_list`, which is the field of
@@ -141,14 +118,20 @@ impl<T: HasTimer<ID>, const ID: u64> Timer<T, ID> {
         T::timer_fired(this);
     }
 
-    /// Arms the timer to fire in `us` microseconds (at least one jiffy), replacing an
-    /// earlier expiry. Does nothing after [`Self::shutdown`].
-    pub fn arm_after_us(&self, us: u32) {
+    /// Arms the timer of `owner` to fire in `us` microseconds (at least one jiffy),
+    /// replacing an earlier expiry. Does nothing after [`Self::shutdown`], nor if this timer
+    /// is not `owner`'s.
+    pub fn arm_after_us(&self, owner: &T, us: u32) {
+        // SAFETY: `owner` is a valid `T`.
+        if !core::ptr::eq(unsafe { T::raw_get_timer(owner) }, self) {
+            return;
+        }
         // SAFETY: No preconditions.
         let delta = unsafe { bindings::__usecs_to_jiffies(us) }.max(1);
         // SAFETY: `jiffies` is the kernel's tick counter, read with a volatile load as
         // `READ_ONCE` does.
         let now = unsafe { core::ptr::read_volatile(&raw const bindings::jiffies) };
+        // INVARIANT: Armed as the field of `owner`, which shuts it down before it drops.
         // SAFETY: By the type invariant the timer is set up; `mod_timer` may be called from
         // any context but hard interrupts, and with the callback's lock held.
         unsafe { bindings::mod_timer(self.timer.get(), now.wrapping_add(delta)) };
@@ -175,7 +158,84 @@ impl<T: HasTimer<ID>, const ID: u64> Timer<T, ID> {
 #[pinned_drop]
 impl<T: HasTimer<ID>, const ID: u64> PinnedDrop for Timer<T, ID> {
     fn drop(self: Pin<&mut Self>) {
-        // INVARIANT: No callback runs after this, so the `T` may go.
+        // Its owner shut it down already; a timer never armed has nothing to wait for. This
+        // keeps a stray timer (never armed) from being freed while the timer core lists it.
         self.shutdown();
     }
 }
+
+/// Declares the timers and the BH work a type embeds, and shuts them down when it drops.
+///
+/// Implements [`HasTimer`] for each `timer ID => field;` and
+/// [`HasBhWork`](crate::rdma::bhwork::HasBhWork) for `work field;`, and a `PinnedDrop` that
+/// shuts every timer down and cancels the work before any field is dropped: the struct
+/// must be declared `#[pin_data(PinnedDrop)]` and write no `PinnedDrop` of its own.
+///
+/// ```ignore
+/// impl_deferred! {
+///     impl Deferred for Conn {
+///         timer 0 => rto;
+///         timer 1 => rnr;
+///         work kick;
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! impl_deferred {
+    (impl Deferred for $self:ty {
+        $(timer $id:tt => $tfield:ident;)*
+        $(work $wfield:ident;)?
+    }) => {
+        $(
+            // SAFETY: The two functions project to the field and back (`container_of!` checks
+            // the field's type); the `PinnedDrop` below shuts the timer down before any
+            // field is dropped.
+            unsafe impl $crate::rdma::timer::HasTimer<$id> for $self {
+                #[inline]
+                unsafe fn raw_get_timer(
+                    ptr: *const Self,
+                ) -> *const $crate::rdma::timer::Timer<Self, $id> {
+                    // SAFETY: The caller promises that `ptr` points to a valid `Self`.
+                    unsafe { ::core::ptr::addr_of!((*ptr).$tfield) }
+                }
+
+                #[inline]
+                unsafe fn timer_container_of(
+                    ptr: *const $crate::rdma::timer::Timer<Self, $id>,
+                ) -> *const Self {
+                    // SAFETY: The caller promises that `ptr` points to the field of a `Self`.
+                    unsafe { $crate::container_of!(ptr, Self, $tfield) }
+                }
+            }
+        )*
+        $(
+            // SAFETY: As for the timers: the field and back, cancelled before any field is
+            // dropped.
+            unsafe impl $crate::rdma::bhwork::HasBhWork for $self {
+                #[inline]
+                unsafe fn raw_get_work(ptr: *const Self) -> *const $crate::rdma::bhwork::BhWork<Self> {
+                    // SAFETY: The caller promises that `ptr` points to a valid `Self`.
+                    unsafe { ::core::ptr::addr_of!((*ptr).$wfield) }
+                }
+
+                #[inline]
+                unsafe fn bh_work_container_of(
+                    ptr: *const $crate::rdma::bhwork::BhWork<Self>,
+                ) -> *const Self {
+                    // SAFETY: The caller promises that `ptr` points to the field of a `Self`.
+                    unsafe { $crate::container_of!(ptr, Self, $wfield) }
+                }
+            }
+        )?
+
+        #[$crate::prelude::pinned_drop]
+        impl ::pin_init::PinnedDrop for $self {
+            fn drop(self: ::core::pin::Pin<&mut Self>) {
+                // No callback runs after this: the fields may go, in any order.
+                $(self.$tfield.shutdown();)*
+                $(self.$wfield.cancel();)?
+            }
+        }
+    };
+}
+pub use impl_deferred;

@@ -135,8 +135,19 @@ pub struct Wc {
     pub pkey_index: u16,
     /// Port.
     pub port_num: u32,
-    /// `RDMA_NETWORK_*` of a UD receive's GRH (with `IB_WC_WITH_NETWORK_HDR_TYPE`).
-    pub network_hdr_type: u8,
+    /// The network header a UD receive's GRH stands for; when set, the completion carries
+    /// `IB_WC_WITH_NETWORK_HDR_TYPE`.
+    pub network_hdr_type: Option<NetworkType>,
+}
+
+/// The network header of a received datagram (`enum rdma_network_type`).
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetworkType {
+    /// RoCE v2 over IPv4 (`RDMA_NETWORK_IPV4`).
+    Ipv4 = bindings::rdma_network_type_RDMA_NETWORK_IPV4 as u8,
+    /// RoCE v2 over IPv6 (`RDMA_NETWORK_IPV6`).
+    Ipv6 = bindings::rdma_network_type_RDMA_NETWORK_IPV6 as u8,
 }
 
 /// Copies to and from the kernel virtual addresses that kernel consumers use as DMA
@@ -343,10 +354,14 @@ pub(crate) unsafe fn poll_cq<T: Driver>(cq: &Cq<T>, n: c_int, wc: *mut bindings:
         out.qp = c.qp.map_or(core::ptr::null_mut(), |h| h.0.as_ptr());
         out.ex.imm_data = c.ex;
         out.src_qp = c.src_qp;
-        out.wc_flags = c_int::from_ne_bytes(c.wc_flags.to_ne_bytes());
+        let mut flags = c.wc_flags;
+        if let Some(net) = c.network_hdr_type {
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
+            out.network_hdr_type = net as u8;
+        }
+        out.wc_flags = c_int::from_ne_bytes(flags.to_ne_bytes());
         out.pkey_index = c.pkey_index;
         out.port_num = c.port_num;
-        out.network_hdr_type = c.network_hdr_type;
         // SAFETY: `done < n`, and `wc` holds `n` entries.
         unsafe { wc.add(done as usize).write(out) };
         done = done.wrapping_add(1);

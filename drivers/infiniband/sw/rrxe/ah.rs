@@ -9,10 +9,11 @@
 
 use crate::Rrxe;
 use kernel::prelude::*;
-use kernel::rdma::{ah::AhInit, device::Device, qp::AhAttr};
-
-/// GID type of RoCE v2 entries (`IB_GID_TYPE_ROCE_UDP_ENCAP`).
-const GID_TYPE_ROCE_V2: u32 = 2;
+use kernel::rdma::{
+    ah::AhInit,
+    device::Device,
+    qp::{AhAttr, GidType},
+};
 
 /// Largest AH number (the C driver's pool size).
 pub(crate) const MAX_AH: u32 = 32767;
@@ -30,7 +31,7 @@ impl RrxeAh {
     /// the udata response.
     pub(crate) fn new(dev: &Device<Rrxe>, init: &AhInit<'_, Rrxe>) -> Result<Self> {
         let a = &init.attr;
-        if a.port_num != 1 || a.sgid_type != GID_TYPE_ROCE_V2 || a.dgid == [0; 16] {
+        if a.port_num != 1 || a.sgid_type != Some(GidType::RoceV2) || a.dgid == [0; 16] {
             return Err(EINVAL);
         }
         // Kernel AHs are numbered too: kernel send WRs become WQEs that name them.

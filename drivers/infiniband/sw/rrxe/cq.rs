@@ -16,7 +16,7 @@ use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::cq::{Cq, CqInit, NotifyFlags};
 use kernel::rdma::{
-    wr::{QpHandle, Wc},
+    wr::{NetworkType, QpHandle, Wc},
     BhGuard,
 };
 use kernel::sync::SpinLock;
@@ -26,9 +26,6 @@ use kernel::sync::SpinLock;
 fn cq_geometry(cqe: u32) -> Result<QueueGeometry> {
     QueueGeometry::new(cqe, UPSTREAM_CQE_SIZE, CACHE_LINE_SIZE).map_err(|_| EINVAL)
 }
-
-/// `IB_WC_WITH_NETWORK_HDR_TYPE`: the completion says which IP version the GRH holds.
-const WC_WITH_NETWORK_HDR_TYPE: u32 = 1 << 6;
 
 /// Per-CQ state.
 #[pin_data]
@@ -95,8 +92,8 @@ impl RrxeCq {
         }))
     }
 
-    /// Appends a completion of the QP `qp`, with the `RDMA_NETWORK_*` type `net` of a UD
-    /// receive's GRH (0 otherwise; only kernel consumers are told); returns whether it was
+    /// Appends a completion of the QP `qp`, with the network header type `net` of a UD
+    /// receive's GRH (only kernel consumers are told); returns whether it was
     /// appended (the queue was not full) and whether a completion event is due (the CQ was
     /// armed for the next completion, or for a solicited one and this one is).
     ///
@@ -107,7 +104,7 @@ impl RrxeCq {
         &self,
         c: &Completion,
         qp: QpHandle,
-        net: u8,
+        net: Option<NetworkType>,
         solicited: bool,
     ) -> (bool, bool) {
         let mut st = self.state.lock();
@@ -198,7 +195,7 @@ impl RrxeCq {
 }
 
 /// The `struct ib_wc` of a completion, for a kernel consumer.
-fn kernel_wc(c: &Completion, qp: QpHandle, net: u8) -> Wc {
+fn kernel_wc(c: &Completion, qp: QpHandle, net: Option<NetworkType>) -> Wc {
     Wc {
         wr_id: c.wr_id,
         status: c.status as u32,
@@ -207,12 +204,7 @@ fn kernel_wc(c: &Completion, qp: QpHandle, net: u8) -> Wc {
         qp: Some(qp),
         ex: c.ex.raw(),
         src_qp: c.src_qp,
-        wc_flags: c.flags.0
-            | if net != 0 {
-                WC_WITH_NETWORK_HDR_TYPE
-            } else {
-                0
-            },
+        wc_flags: c.flags.0,
         pkey_index: c.pkey_index,
         port_num: u32::from(c.port_num),
         network_hdr_type: net,

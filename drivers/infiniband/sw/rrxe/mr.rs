@@ -14,21 +14,19 @@ use crate::proto::target::Region;
 use crate::Rrxe;
 use kernel::prelude::*;
 use kernel::rdma::{
-    mr::{access, Mr, MrKeys, Umem, UserMrReq},
+    mr::{AccessFlags, Mr, MrKeys, Umem, UserMrReq},
     pd::Pd,
 };
 use kernel::sync::Arc;
 
 /// Access flags rrxe supports on memory regions.
-const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
-    | access::REMOTE_WRITE
-    | access::REMOTE_READ
-    | access::REMOTE_ATOMIC
-    | access::MW_BIND;
-
-/// `IB_ACCESS_OPTIONAL`: hints (relaxed ordering and the range reserved for more) that a
-/// device may ignore, as the core expects drivers to (perftest asks for relaxed ordering).
-const OPTIONAL_ACCESS: u32 = ((1 << 29) - 1) & !((1 << 20) - 1);
+const SUPPORTED_ACCESS: AccessFlags = AccessFlags::LOCAL_WRITE
+    .union(AccessFlags::REMOTE_WRITE)
+    .union(AccessFlags::REMOTE_READ)
+    .union(AccessFlags::REMOTE_ATOMIC)
+    .union(AccessFlags::MW_BIND)
+    // Hints a device may ignore (perftest asks for relaxed ordering).
+    .union(AccessFlags::OPTIONAL);
 
 /// What the data path needs of a memory region.
 ///
@@ -41,8 +39,8 @@ pub(crate) struct MrInner {
     iova: u64,
     /// Length in bytes.
     length: u64,
-    /// `IB_ACCESS_*` rights.
-    access: u32,
+    /// Access rights.
+    access: AccessFlags,
     /// The protection domain's identity.
     pd_id: u64,
     /// The key (lkey and rkey).
@@ -57,7 +55,7 @@ impl MrInner {
         let region = Region {
             iova: self.iova,
             length: self.length,
-            rights: self.access,
+            rights: self.access.bits(),
             pd: self.pd_id,
         };
         let off = region.check(pd_id, va, len, need).ok()?;
@@ -86,7 +84,7 @@ pub(crate) struct RrxeMr {
 impl RrxeMr {
     /// Registers user memory (`ibv_reg_mr`).
     pub(crate) fn reg_user(pd: &Pd<Rrxe>, req: &UserMrReq) -> Result<(MrKeys, Self)> {
-        if req.access & !(SUPPORTED_ACCESS | OPTIONAL_ACCESS) != 0 {
+        if !req.access.is_within(SUPPORTED_ACCESS) {
             return Err(EOPNOTSUPP);
         }
         let dev = pd.device();
@@ -123,8 +121,8 @@ impl RrxeMr {
     /// The DMA region of a kernel consumer's PD (`ib_get_dma_mr`): local access to kernel
     /// memory through the local DMA lkey. Remote access to all of memory (a global rkey)
     /// is refused.
-    pub(crate) fn dma(pd: &Pd<Rrxe>, access: u32) -> Result<(MrKeys, Self)> {
-        if access & !access::LOCAL_WRITE != 0 {
+    pub(crate) fn dma(pd: &Pd<Rrxe>, access: AccessFlags) -> Result<(MrKeys, Self)> {
+        if !access.is_within(AccessFlags::LOCAL_WRITE) {
             return Err(EOPNOTSUPP);
         }
         let charge = pd.device().data().mrs_used.take()?;

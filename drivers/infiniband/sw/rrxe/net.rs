@@ -54,9 +54,13 @@ pub(crate) enum PortCounter {
     /// Times a QP found the transmit queue full and paused its responses (instead of
     /// dropping them).
     TxPaused,
+    /// Responses (ACKs, atomic ACKs, READs) not queued because the responder's queue was
+    /// full: a requester with more READs and atomics outstanding than it negotiated. Its
+    /// retry asks again.
+    RepliesDropped,
 }
 
-const NUM_STATS: usize = 13;
+const NUM_STATS: usize = 14;
 
 /// The names of the port counters.
 pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
@@ -73,6 +77,7 @@ pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
     StatDesc::new(c"cq_overflows"),
     StatDesc::new(c"bad_wqes"),
     StatDesc::new(c"tx_paused"),
+    StatDesc::new(c"replies_dropped"),
 ];
 
 /// The port counters of a device.

@@ -18,13 +18,10 @@ use kernel::rdma::{
     cq::CqRef,
     device::{Device, Mtu},
     pd::Pd,
-    qp::{self, attr, AhAttr, Qp, QpAttrs, QpCaps, QpInit, QpState, QpType},
+    qp::{self, attr, AhAttr, GidType, Qp, QpAttrs, QpCaps, QpInit, QpState, QpType},
     wr::{RecvWr, SendWr},
 };
 use kernel::sync::Arc;
-
-/// GID type of RoCE v2 entries (`IB_GID_TYPE_ROCE_UDP_ENCAP`): the only one rrxe speaks.
-const GID_TYPE_ROCE_V2: u32 = 2;
 
 /// Per-QP state: the data path, which the receive path's table shares.
 pub(crate) struct RrxeQp {
@@ -353,7 +350,7 @@ fn check_attrs(a: &QpAttrs, port_mtu: Mtu) -> Result {
 
 /// Checks an address vector: RoCEv2 only, through port 1.
 fn check_ah(ah: &AhAttr) -> Result {
-    if ah.port_num != 1 || ah.sgid_type != GID_TYPE_ROCE_V2 {
+    if ah.port_num != 1 || ah.sgid_type != Some(GidType::RoceV2) {
         return Err(EINVAL);
     }
     // A RoCEv2 destination is an IPv6 address or an IPv4-mapped one; the unspecified address

@@ -17,7 +17,7 @@ use crate::{
     rdma::{
         ah::{Ah, AhInit},
         cq::{Cq, CqInit, NotifyFlags},
-        mr::{Mr, MrKeys, UserMrReq},
+        mr::{AccessFlags, Mr, MrKeys, UserMrReq},
         pd::Pd,
         qp::{Qp, QpAttrs, QpCaps, QpInit},
         wr::{RecvWr, SendWr, Wc},
@@ -138,7 +138,10 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Creates the DMA memory region of a kernel consumer's PD (`ib_get_dma_mr`): all of
     /// kernel memory through DMA addresses, with `access` rights; returns its keys and the
     /// initialiser of its data.
-    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+    fn get_dma_mr(
+        pd: &Pd<Self>,
+        access: AccessFlags,
+    ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
 
     /// Prepares the deregistration of a memory region; on success its data is dropped next.
     fn dereg_mr(mr: &Mr<Self>) -> Result;

@@ -193,11 +193,21 @@ pub struct DeviceParams<'a> {
     pub phys_port_cnt: u32,
     /// Number of completion vectors.
     pub num_comp_vectors: u32,
-    /// Legacy uverbs write commands to enable in addition to the core's defaults, as
-    /// `IB_USER_VERBS_CMD_*` bit numbers.
-    pub uverbs_cmds: &'a [u32],
+    /// Legacy uverbs write commands to enable in addition to the core's defaults.
+    pub uverbs_cmds: &'a [UverbsCmd],
     /// The device name was chosen by the user (e.g. `rdma link add`).
     pub name_assigned_by_user: bool,
+}
+
+/// A legacy uverbs write command (`enum ib_uverbs_write_cmds`) that a device may enable beyond
+/// the core's defaults ([`DeviceParams::uverbs_cmds`]).
+#[repr(u32)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum UverbsCmd {
+    /// `IB_USER_VERBS_CMD_REQ_NOTIFY_CQ`: `ibv_req_notify_cq` through the kernel.
+    ReqNotifyCq = bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
+    /// `IB_USER_VERBS_CMD_POST_SEND`: a send doorbell (rxe's provider rings it this way).
+    PostSend = bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND,
 }
 
 /// An allocated device that is not registered yet.
@@ -236,7 +246,7 @@ impl<T: Driver> UnregisteredDevice<T> {
             (*ib).node_guid = params.node_guid.to_be();
             (*ib).local_dma_lkey = 0;
             for cmd in params.uverbs_cmds {
-                (*ib).uverbs_cmd_mask |= 1u64.checked_shl(*cmd).unwrap_or(0);
+                (*ib).uverbs_cmd_mask |= 1u64 << (*cmd as u32);
             }
             let desc = &mut (*ib).node_desc;
             // Keep the last byte for the NUL terminator (the array is zeroed).

@@ -21,7 +21,7 @@ use crate::{
         ah::{self, Ah},
         cq::{self, Cq},
         mmap,
-        mr::{self, UserMrReq},
+        mr::{self, AccessFlags, UserMrReq},
         pd::{self, Pd},
         qp::{self, Qp},
         wr,
@@ -529,7 +529,7 @@ impl<T: Driver> DeviceVTable<T> {
             start,
             length,
             iova,
-            access: u32::from_ne_bytes(access.to_ne_bytes()),
+            access: AccessFlags::from_raw(u32::from_ne_bytes(access.to_ne_bytes())),
         };
         // SAFETY: Forwarded from the core with the same contract.
         match unsafe { mr::reg_user::<T>(pd, &req, udata) } {
@@ -546,7 +546,12 @@ impl<T: Driver> DeviceVTable<T> {
         access: c_int,
     ) -> *mut bindings::ib_mr {
         // SAFETY: Forwarded from the core with the same contract.
-        match unsafe { mr::get_dma::<T>(pd, u32::from_ne_bytes(access.to_ne_bytes())) } {
+        match unsafe {
+            mr::get_dma::<T>(
+                pd,
+                AccessFlags::from_raw(u32::from_ne_bytes(access.to_ne_bytes())),
+            )
+        } {
             Ok(mr) => mr,
             Err(e) => e.to_ptr(),
         }

@@ -20,7 +20,7 @@ use crate::params::{self, Counter};
 use kernel::prelude::*;
 use kernel::rdma::{
     bhwork::BhWork,
-    device::{Device, DeviceParams, PortNum, UnregisteredDevice},
+    device::{Device, DeviceParams, PortNum, UnregisteredDevice, UverbsCmd},
     mr::random_key_byte,
     net::PacketQueue,
     netdev::NetDevice,
@@ -243,7 +243,7 @@ const RXE_UVERBS_ABI_VERSION: u32 = 2;
 /// Legacy uverbs write commands rdma-core's rxe provider uses beyond the core's defaults:
 /// the send doorbell (`IB_USER_VERBS_CMD_POST_SEND`) and `ibv_req_notify_cq`
 /// (`IB_USER_VERBS_CMD_REQ_NOTIFY_CQ`).
-const EXTRA_UVERBS_CMDS: [u32; 2] = [28, 23];
+const EXTRA_UVERBS_CMDS: [UverbsCmd; 2] = [UverbsCmd::PostSend, UverbsCmd::ReqNotifyCq];
 
 /// Creates and registers the device `name` on `ndev` (`rdma link add`).
 pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {

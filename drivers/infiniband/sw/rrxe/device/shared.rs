@@ -9,21 +9,22 @@ use crate::mr::MrInner;
 use crate::net::Stats;
 use kernel::prelude::*;
 use kernel::rdma::{
-    bhwork::{impl_has_bh_work, BhWork, BhWorkCallback},
+    bhwork::{BhWork, BhWorkCallback},
     net::{PacketQueue, TunnelRx, TxBuf},
     netdev::NetDevice,
     qp::AhAttr,
+    timer::impl_deferred,
 };
 use kernel::sync::{aref::ARef, Arc, SpinLock};
 use kernel::xarray::XArray;
 
 /// The part of a device that its QPs' data path uses, shared with them: it lives as long as
 /// the last QP, whose timers may run after the device is being torn down.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct DevShared {
     /// Local delivery: packets a QP sent to a QP of this device (to this host's own
     /// address), handed to the receive path from softirq work rather than inside the
-    /// sender's locks. Declared first: dropping it waits for the work.
+    /// sender's locks. Cancelled before any field is dropped (`impl_deferred!`).
     #[pin]
     pub(super) lo_work: BhWork<DevShared>,
     #[pin]
@@ -46,8 +47,10 @@ pub(crate) struct DevShared {
     pub(crate) atomic_lock: SpinLock<()>,
 }
 
-impl_has_bh_work! {
-    impl HasBhWork for DevShared { self.lo_work }
+impl_deferred! {
+    impl Deferred for DevShared {
+        work lo_work;
+    }
 }
 
 /// Loopback packets handed to the receive path per run of the loopback work (its answers
@@ -67,7 +70,7 @@ impl BhWorkCallback for DevShared {
             <Rrxe as TunnelRx>::receive(pkt);
         }
         if !this.lo_queue.is_empty() {
-            this.lo_work.queue();
+            this.lo_work.queue(this);
         }
     }
 }
@@ -80,7 +83,7 @@ impl DevShared {
             return Err(ENOBUFS);
         }
         self.lo_queue.push(buf.into_rx(&self.ndev));
-        self.lo_work.queue();
+        self.lo_work.queue(self);
         Ok(())
     }
 

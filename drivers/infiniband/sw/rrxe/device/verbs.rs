@@ -23,7 +23,7 @@ use kernel::rdma::{
         LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState, StatDesc, UData,
         MGMT_MAD_SIZE,
     },
-    mr::{Mr, MrKeys, UserMrReq},
+    mr::{AccessFlags, Mr, MrKeys, UserMrReq},
     pd::Pd,
     qp::{Qp, QpAttrs, QpCaps, QpInit},
     wr::{RecvWr, SendWr, Wc},
@@ -226,7 +226,10 @@ impl Driver for Rrxe {
         Ok(())
     }
 
-    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<RrxeMr, Error>)> {
+    fn get_dma_mr(
+        pd: &Pd<Self>,
+        access: AccessFlags,
+    ) -> Result<(MrKeys, impl PinInit<RrxeMr, Error>)> {
         let (keys, mr) = RrxeMr::dma(pd, access)?;
         Ok((keys, Ok::<_, Error>(mr)))
     }

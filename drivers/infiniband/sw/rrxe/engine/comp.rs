@@ -11,7 +11,7 @@ use super::{raw_wr_id, Engine, Events, QpShared, WQE_BUDGET};
 use crate::net::PortCounter;
 use crate::proto::rc::{responder::RecvCompletion, SendAction, WcStatus};
 use crate::proto::uabi::{Completion, WcEx};
-use kernel::rdma::qp::QpState;
+use kernel::rdma::{qp::QpState, wr::NetworkType};
 
 /// Which CQ of the QP a completion goes to.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -87,7 +87,7 @@ impl QpShared {
 
     /// Writes a completion into the send or receive CQ.
     pub(super) fn post_cqe(&self, ev: &mut Events, side: CqSide, c: &Completion, solicited: bool) {
-        self.post_cqe_net(ev, side, c, solicited, 0);
+        self.post_cqe_net(ev, side, c, solicited, None);
     }
 
     /// Like [`Self::post_cqe`], with the `RDMA_NETWORK_*` type of a UD receive's GRH for
@@ -98,7 +98,7 @@ impl QpShared {
         side: CqSide,
         c: &Completion,
         solicited: bool,
-        net: u8,
+        net: Option<NetworkType>,
     ) {
         let cq = match side {
             CqSide::Send => &self.scq,
@@ -147,7 +147,7 @@ impl QpShared {
         let mut budget = WQE_BUDGET;
         while let Ok(prod) = self.sq.producer_acquire() {
             if budget == 0 {
-                self.kick.queue();
+                self.kick.queue(self);
                 break;
             }
             budget -= 1;
@@ -173,7 +173,7 @@ impl QpShared {
         let mut budget = WQE_BUDGET;
         while let Ok(prod) = rq.producer_acquire() {
             if budget == 0 {
-                self.kick.queue();
+                self.kick.queue(self);
                 break;
             }
             budget -= 1;

@@ -79,11 +79,11 @@ use kernel::alloc::KVVec;
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::{
-    bhwork::{impl_has_bh_work, BhWork, BhWorkCallback},
+    bhwork::{BhWork, BhWorkCallback},
     cq::CqRef,
-    mr::access,
+    mr::AccessFlags,
     qp::{attr, QpAttrs, QpCaps, QpState},
-    timer::{impl_has_timer, Timer, TimerCallback},
+    timer::{impl_deferred, Timer, TimerCallback},
     wr::{KernelDma, QpHandle},
     BhGuard,
 };
@@ -109,10 +109,10 @@ const WQE_BUDGET: u32 = 64;
 /// halves disabled (softirq, the doorbell) hold references; destroying the QP takes it out
 /// of the table, waits for an RCU grace period and shuts the timers down, so that the verbs
 /// object drops the last reference in process context.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct QpShared {
-    // The timers and the work item come first: they are shut down before anything they
-    // use is dropped.
+    // The timers and the work item are shut down before any field is dropped
+    // (`impl_deferred!` below).
     #[pin]
     rto: Timer<QpShared, 0>,
     #[pin]
@@ -143,14 +143,13 @@ pub(crate) struct QpShared {
     handle: QpHandle,
 }
 
-impl_has_timer! {
-    impl HasTimer<0> for QpShared { self.rto }
-    impl HasTimer<1> for QpShared { self.rnr }
-    impl HasTimer<2> for QpShared { self.tx_wait }
-}
-
-impl_has_bh_work! {
-    impl HasBhWork for QpShared { self.kick }
+impl_deferred! {
+    impl Deferred for QpShared {
+        timer 0 => rto;
+        timer 1 => rnr;
+        timer 2 => tx_wait;
+        work kick;
+    }
 }
 
 impl BhWorkCallback for QpShared {
@@ -262,9 +261,9 @@ fn responder_config(a: &QpAttrs) -> ResponderConfig {
         rq_psn: Psn::new(a.rq_psn),
         mtu: path_mtu(a),
         min_rnr_timer: RnrTimer::from_low_bits(a.min_rnr_timer),
-        remote_write: a.qp_access_flags & access::REMOTE_WRITE != 0,
-        remote_read: a.qp_access_flags & access::REMOTE_READ != 0,
-        remote_atomic: a.qp_access_flags & access::REMOTE_ATOMIC != 0,
+        remote_write: a.qp_access_flags.contains(AccessFlags::REMOTE_WRITE),
+        remote_read: a.qp_access_flags.contains(AccessFlags::REMOTE_READ),
+        remote_atomic: a.qp_access_flags.contains(AccessFlags::REMOTE_ATOMIC),
         max_dest_rd_atomic: u32::from(a.max_dest_rd_atomic),
     }
 }
@@ -510,7 +509,7 @@ impl QpShared {
     pub(crate) fn doorbell(&self) -> Result {
         self.with_engine(|this, e, ev| match e.attrs.state {
             Some(QpState::Rts | QpState::Sqd) if this.kernel.is_some() => {
-                this.kick.queue();
+                this.kick.queue(this);
                 Ok(())
             }
             Some(QpState::Rts | QpState::Sqd) => {

@@ -21,13 +21,17 @@
 //! restarts that one from the duplicate's PSN rather than queuing its responses twice.
 //!
 //! The rkey is resolved over the READ's whole range when the request is accepted (a bad one
-//! is NAKed at once) and again for each burst: a region deregistered in between ends the
+//! is NAKed at once; the first burst uses that resolution) and again for each later burst,
+//! since a region may not be held across runs: a region deregistered in between ends the
 //! responses, and the requester's retry then draws the NAK.
 
-use super::{path_mtu, xmit::PKEY, Engine, QpShared};
+use super::{mem::Mem, path_mtu, xmit::PKEY, Engine, QpShared};
 use crate::mr::Need;
 use crate::net::PortCounter;
-use crate::proto::rc::{AtomicReply, ReadReply, Reply};
+use crate::proto::{
+    psn::Msn,
+    rc::{AtomicReply, ReadReply, Reply},
+};
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
 
@@ -161,7 +165,7 @@ impl QpShared {
         }
         if e.replies.push_back(Queued::Ack(r)).is_err() {
             // The requester's timeout recovers it.
-            self.dev.stats.inc(PortCounter::Dropped);
+            self.dev.stats.inc(PortCounter::RepliesDropped);
         }
     }
 
@@ -172,7 +176,7 @@ impl QpShared {
             return;
         }
         if e.replies.push_back(Queued::Atomic(r)).is_err() {
-            self.dev.stats.inc(PortCounter::Dropped);
+            self.dev.stats.inc(PortCounter::RepliesDropped);
         }
     }
 
@@ -180,72 +184,100 @@ impl QpShared {
     /// over the whole range (a zero-length READ names no memory: its rkey is not checked,
     /// C9-88). `Err` if the rkey does not grant the READ: the caller NAKs it.
     pub(super) fn reply_read(&self, e: &mut Engine, rd: ReadReply) -> Result {
-        if rd.len != 0 {
-            self.resolve(rd.rkey, rd.va, rd.len, Need::RemoteRead)?;
-        }
+        let mem = if rd.len == 0 {
+            None
+        } else {
+            Some(self.resolve(rd.rkey, rd.va, rd.len, Need::RemoteRead)?)
+        };
         if let Some(q) = e.replies.read_mut(&rd) {
             // A duplicate of a READ still being answered: restart it from the duplicate's
             // PSN (its responses before that arrived, or the requester would ask earlier).
             *q = Queued::Read { rd, next: 0 };
         } else if e.replies.push_back(Queued::Read { rd, next: 0 }).is_err() {
             // More READs than the requester may have outstanding: its retry asks again.
-            self.dev.stats.inc(PortCounter::Dropped);
+            self.dev.stats.inc(PortCounter::RepliesDropped);
             return Ok(());
         }
-        self.send_replies(e);
+        self.send_replies_with(e, mem.map(|m| (rd.msn, m)));
         Ok(())
     }
 
     /// Sends queued responses, at most [`REPLY_BUDGET`] packets; if some remain, the QP's
     /// BH work carries on (or its `tx_wait` timer, when the transmit queue is full).
     pub(super) fn send_replies(&self, e: &mut Engine) {
+        self.send_replies_with(e, None);
+    }
+
+    /// [`Self::send_replies`], with the region of the READ with MSN `msn` already resolved
+    /// in this run (`resolved`).
+    fn send_replies_with(&self, e: &mut Engine, mut resolved: Option<(Msn, Mem<'_>)>) {
         let mut budget = REPLY_BUDGET;
         while budget > 0 {
             let Some(&mut front) = e.replies.front_mut() else {
                 return;
             };
-            match front {
-                Queued::Ack(r) => self.send_headers(e, &r.spec(e.dest_qpn, PKEY)),
-                Queued::Atomic(r) => self.send_headers(e, &r.spec(e.dest_qpn, PKEY)),
-                Queued::Read { rd, next } => match self.send_read_burst(e, &rd, next, budget) {
-                    Burst::Done(sent) => budget = budget.saturating_sub(sent),
-                    Burst::More(next) => {
-                        if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
-                            *n = next;
+            // Packets this entry took, once it is sent entirely.
+            let cost = match front {
+                Queued::Ack(r) => {
+                    self.send_headers(e, &r.spec(e.dest_qpn, PKEY));
+                    1
+                }
+                Queued::Atomic(r) => {
+                    self.send_headers(e, &r.spec(e.dest_qpn, PKEY));
+                    1
+                }
+                Queued::Read { rd, next } => {
+                    let mem = match resolved.take() {
+                        Some((msn, mem)) if msn == rd.msn => Some(mem),
+                        _ => None,
+                    };
+                    match self.send_read_burst(e, &rd, next, budget, mem) {
+                        Burst::Done(sent) => sent.max(1),
+                        Burst::More(next) => {
+                            if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
+                                *n = next;
+                            }
+                            break;
                         }
-                        budget = 0;
-                        continue;
-                    }
-                    Burst::Full(next) => {
-                        if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
-                            *n = next;
+                        Burst::Full(next) => {
+                            if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
+                                *n = next;
+                            }
+                            self.dev.stats.inc(PortCounter::TxPaused);
+                            self.tx_wait.arm_after_us(self, TX_WAIT_US);
+                            return;
                         }
-                        self.dev.stats.inc(PortCounter::TxPaused);
-                        self.tx_wait.arm_after_us(TX_WAIT_US);
-                        return;
                     }
-                },
-            }
+                }
+            };
             e.replies.pop_front();
-            budget = budget.saturating_sub(1);
+            budget = budget.saturating_sub(cost);
         }
         if !e.replies.is_empty() {
-            self.kick.queue();
+            self.kick.queue(self);
         }
     }
 
-    /// Sends response packets of `rd` from `next` on, at most `budget` of them.
-    fn send_read_burst(&self, e: &mut Engine, rd: &ReadReply, next: u32, budget: u32) -> Burst {
+    /// Sends response packets of `rd` from `next` on, at most `budget` of them; `mem` is
+    /// its region if this run resolved it already.
+    fn send_read_burst(
+        &self,
+        e: &mut Engine,
+        rd: &ReadReply,
+        next: u32,
+        budget: u32,
+        mem: Option<Mem<'_>>,
+    ) -> Burst {
         let mtu = path_mtu(&e.attrs);
         let total = rd.packets(mtu);
-        let mem = if rd.len == 0 {
-            None
-        } else {
-            match self.resolve(rd.rkey, rd.va, rd.len, Need::RemoteRead) {
+        let mem = match mem {
+            Some(mem) => Some(mem),
+            None if rd.len == 0 => None,
+            None => match self.resolve(rd.rkey, rd.va, rd.len, Need::RemoteRead) {
                 Ok(mem) => Some(mem),
                 // The region went away: stop here (the requester's retry draws a NAK).
                 Err(_) => return Burst::Done(0),
-            }
+            },
         };
         let mut i = next;
         let end = next.saturating_add(budget).min(total);

@@ -279,11 +279,11 @@ impl QpShared {
                     if let Some(us) = e.timeout_us {
                         // Doubled after each expiry without progress (see the completer).
                         self.rto
-                            .arm_after_us(us.saturating_mul(e.sender.rto_multiplier()));
+                            .arm_after_us(self, us.saturating_mul(e.sender.rto_multiplier()));
                     }
                 }
                 SendAction::StopRetransmitTimer => self.rto.stop(),
-                SendAction::ArmRnrTimer(t) => self.rnr.arm_after_us(t.micros()),
+                SendAction::ArmRnrTimer(t) => self.rnr.arm_after_us(self, t.micros()),
                 SendAction::EnterError => self.enter_error(e, ev),
             }
         }

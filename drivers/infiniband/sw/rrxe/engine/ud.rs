@@ -20,17 +20,11 @@ use crate::proto::{
     uabi::{Completion, SendData, SendFlags, SendOp, UdAddress, WcEx},
 };
 use kernel::prelude::*;
-use kernel::rdma::qp::QpState;
+use kernel::rdma::{qp::QpState, wr::NetworkType};
 
 /// Length of the GRH in front of a UD receive's payload (for IPv4, 20 zero bytes and the
 /// IPv4 header).
 const GRH_LEN: usize = 40;
-
-/// `RDMA_NETWORK_IPV4`: how a kernel consumer reads the GRH of a datagram that came over
-/// IPv4.
-const RDMA_NETWORK_IPV4: u8 = 2;
-/// `RDMA_NETWORK_IPV6`.
-const RDMA_NETWORK_IPV6: u8 = 3;
 
 impl QpShared {
     /// UD: sends posted WQEs, each as one datagram, and completes them (unreliable: there is
@@ -56,7 +50,7 @@ impl QpShared {
             self.complete_send(e, ev, 0, WcStatus::Success);
         }
         // The budget ran out: the rest in softirq work.
-        self.kick.queue();
+        self.kick.queue(self);
     }
 
     /// UD: validates the WQE copy in shadow slot 0 and sends its datagram.
@@ -194,12 +188,13 @@ impl QpShared {
         } else {
             Completion::send_error(wr_id, WcStatus::LocLenErr, self.qpn)
         };
+        // How a kernel consumer reads the GRH in front of the payload.
         let net = if matches!(ip, IpHdr::V4(_)) {
-            RDMA_NETWORK_IPV4
+            NetworkType::Ipv4
         } else {
-            RDMA_NETWORK_IPV6
+            NetworkType::Ipv6
         };
-        self.post_cqe_net(ev, CqSide::Recv, &c, pkt.bth.solicited(), net);
+        self.post_cqe_net(ev, CqSide::Recv, &c, pkt.bth.solicited(), Some(net));
         true
     }
 }
