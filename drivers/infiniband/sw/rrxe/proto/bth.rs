@@ -43,11 +43,6 @@ impl<'a> Bth<'a> {
         bytes.first_chunk().map(Self)
     }
 
-    /// Returns the raw header bytes.
-    pub fn as_bytes(&self) -> &'a [u8; BTH_LEN] {
-        self.0
-    }
-
     fn bit(&self, off: usize, bit: u32) -> bool {
         (u8::read(self.0, off) >> bit) & 1 != 0
     }
@@ -177,10 +172,7 @@ pub struct BthFields {
 }
 
 impl BthFields {
-    /// Length of the header on the wire in bytes.
-    pub const LEN: usize = BTH_LEN;
-
-    /// Serialises the header into the first [`Self::LEN`] bytes of `out`.
+    /// Serialises the header into the first [`BTH_LEN`] bytes of `out`.
     pub fn write(&self, out: &mut [u8]) -> Result<(), BufferTooSmall> {
         let out: &mut [u8; BTH_LEN] = out.first_chunk_mut().ok_or(BufferTooSmall)?;
         let flag = |set: bool, bit: u32| u8::from(set) << bit;

@@ -134,6 +134,7 @@ pub fn compute<C: Crc32 + ?Sized>(
 }
 
 /// Computes the ICRC of an IPv4 packet; see [`compute`].
+#[cfg(rrxe_host)]
 pub fn compute_ipv4<C: Crc32 + ?Sized>(
     crc: &C,
     ip: &[u8],
@@ -144,6 +145,7 @@ pub fn compute_ipv4<C: Crc32 + ?Sized>(
 }
 
 /// Computes the ICRC of an IPv6 packet; see [`compute`].
+#[cfg(rrxe_host)]
 pub fn compute_ipv6<C: Crc32 + ?Sized>(
     crc: &C,
     ip: &[u8],

@@ -32,6 +32,7 @@ mod wire;
 
 pub mod aeth;
 pub mod bth;
+#[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
 pub mod crc32;
 pub mod ext;
 pub mod icrc;

@@ -81,6 +81,7 @@ pub enum Payload {
 
 /// Rule for the BTH AckReq bit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg(rrxe_host)]
 pub enum AckReq {
     /// Not meaningful (UC, UD, RD here, responses): sent as zero, ignored on receipt.
     Never,
@@ -187,6 +188,7 @@ impl OpInfo {
     }
 
     /// Returns `true` for packets sent by the responder (ACKs and READ responses).
+    #[cfg(rrxe_host)]
     pub const fn is_response(&self) -> bool {
         matches!(self.op, Op::Ack | Op::AtomicAck | Op::ReadResponse)
     }
@@ -241,6 +243,7 @@ impl OpInfo {
     }
 
     /// Returns the AckReq rule for this opcode.
+    #[cfg(rrxe_host)]
     pub const fn ack_req(&self) -> AckReq {
         match (self.qp_type(), self.is_request()) {
             (Some(QpType::Rc), true) if self.is_last() => AckReq::Expected,
@@ -252,6 +255,8 @@ impl OpInfo {
 
 macro_rules! opcode_table {
     ($($name:ident = $val:literal, $op:ident, $pos:ident, [$($hdr:ident),*];)*) => {
+        // One constant per row, for every opcode the IBA defines; the module names few.
+        #[allow(dead_code)]
         impl Opcode {
             $(
                 #[doc = concat!("`", stringify!($name), "` (", stringify!($val), ").")]

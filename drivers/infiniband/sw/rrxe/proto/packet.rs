@@ -16,7 +16,9 @@ use super::ext::{
     Reth, RethFields,
 };
 use super::icrc::ICRC_LEN;
-use super::opcode::{info, OpInfo, Opcode, Payload, QpType};
+#[cfg(rrxe_host)]
+use super::opcode::QpType;
+use super::opcode::{info, OpInfo, Opcode, Payload};
 use super::BufferTooSmall;
 
 /// Why a packet was rejected by [`parse`].
@@ -31,6 +33,7 @@ pub enum ParseError {
     /// Opcode defined but not supported (RD, CNP).
     Unsupported(Opcode),
     /// Opcode not valid for the receiving QP's type.
+    #[cfg(rrxe_host)]
     WrongQpType(Opcode, QpType),
     /// Pad count larger than the payload, or non-zero where no payload is allowed.
     BadPadCount,
@@ -49,6 +52,7 @@ impl fmt::Display for ParseError {
             Self::BadTransportVersion(v) => write!(f, "bad transport version {v}"),
             Self::UnknownOpcode(op) => write!(f, "unknown opcode {:#04x}", op.0),
             Self::Unsupported(op) => write!(f, "unsupported opcode {op:?}"),
+            #[cfg(rrxe_host)]
             Self::WrongQpType(op, qp) => write!(f, "opcode {op:?} not valid on {qp:?} QP"),
             Self::BadPadCount => f.write_str("bad pad count"),
             Self::Unaligned => f.write_str("payload not 4-byte aligned"),
@@ -90,8 +94,10 @@ pub struct Packet<'a> {
     /// Pad bytes (as many as the BTH pad count).
     pub pad: &'a [u8],
     /// The packet from the BTH up to the ICRC: what the ICRC covers after the IP/UDP part.
+    #[cfg(rrxe_host)]
     pub body: &'a [u8],
     /// The ICRC trailer as on the wire (little-endian).
+    #[cfg(rrxe_host)]
     pub icrc: &'a [u8; ICRC_LEN],
 }
 
@@ -118,6 +124,8 @@ pub fn parse(bytes: &[u8]) -> Result<Packet<'_>, ParseError> {
     if !info.supported() {
         return Err(ParseError::Unsupported(op));
     }
+    // The module checks the ICRC on the datagram (`icrc::verify`), not on the packet.
+    #[cfg_attr(not(rrxe_host), allow(unused_variables))]
     let (body, icrc) = bytes
         .split_last_chunk::<ICRC_LEN>()
         .ok_or(ParseError::Truncated)?;
@@ -136,7 +144,9 @@ pub fn parse(bytes: &[u8]) -> Result<Packet<'_>, ParseError> {
         atomic_ack_eth: None,
         payload: &[],
         pad: &[],
+        #[cfg(rrxe_host)]
         body,
+        #[cfg(rrxe_host)]
         icrc,
     };
     for &hdr in info.headers {
@@ -170,6 +180,7 @@ pub fn parse(bytes: &[u8]) -> Result<Packet<'_>, ParseError> {
 }
 
 /// Parses like [`parse`] and also checks that the opcode is valid on a QP of type `qp`.
+#[cfg(rrxe_host)]
 pub fn parse_for(bytes: &[u8], qp: QpType) -> Result<Packet<'_>, ParseError> {
     let pkt = parse(bytes)?;
     if pkt.info.allowed_on(qp) {
@@ -186,11 +197,13 @@ impl<'a> Packet<'a> {
     }
 
     /// Returns the ICRC found in the packet.
+    #[cfg(rrxe_host)]
     pub fn icrc_value(&self) -> u32 {
         u32::from_le_bytes(*self.icrc)
     }
 
     /// Returns the packet's fields by value, ready for [`build`].
+    #[cfg(rrxe_host)]
     pub fn spec(&self) -> PacketSpec<'a> {
         PacketSpec {
             bth: self.bth.fields(),
@@ -233,8 +246,11 @@ pub struct PacketSpec<'a> {
     /// Atomic ACK extended transport header.
     pub atomic_ack_eth: Option<AtomicAckEthFields>,
     /// Payload, without pad.
+    // Read by `build()` only: the module's data path writes the payload in place.
+    #[cfg_attr(not(any(rrxe_host, CONFIG_KUNIT = "y")), allow(dead_code))]
     pub payload: &'a [u8],
     /// Pad bytes to use; missing ones are zero, extra ones ignored.
+    #[cfg_attr(not(any(rrxe_host, CONFIG_KUNIT = "y")), allow(dead_code))]
     pub pad: &'a [u8],
 }
 
@@ -268,6 +284,7 @@ fn put<'o>(out: &'o mut [u8], data: &[u8]) -> Result<&'o mut [u8], BufferTooSmal
 ///
 /// The BTH pad count is set from the payload length. Compute the ICRC afterwards with
 /// [`super::icrc::generate`].
+#[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
 pub fn build(spec: &PacketSpec<'_>, out: &mut [u8]) -> Result<usize, BuildError> {
     let layout = build_headers(spec, spec.payload.len(), out)?;
     let payload = out

@@ -2,6 +2,7 @@
 
 //! 24-bit packet and message sequence numbers with wrap-around arithmetic.
 
+#[cfg(rrxe_host)]
 use core::cmp::Ordering;
 
 u24_type! {
@@ -45,6 +46,7 @@ impl Psn {
     }
 
     /// Compares two PSNs in sequence order (valid while they are less than 2^23 apart).
+    #[cfg(rrxe_host)]
     pub const fn seq_cmp(self, other: Self) -> Ordering {
         let d = self.diff(other);
         if d < 0 {

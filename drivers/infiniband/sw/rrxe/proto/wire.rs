@@ -62,6 +62,8 @@ macro_rules! u24_type {
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(u32);
 
+        // Generated for each number type; the module uses a different subset of each.
+        #[allow(dead_code)]
         impl $name {
             /// Mask of the 24 significant bits.
             pub const MASK: u32 = 0x00ff_ffff;
@@ -124,6 +126,8 @@ macro_rules! fixed_layout {
         #[derive(Clone, Copy, PartialEq, Eq)]
         pub struct $view<'a>(&'a [u8; $len]);
 
+        // Generated accessors: the module reads only some of the fields of some structures.
+        #[allow(dead_code)]
         impl<'a> $view<'a> {
             #[doc = concat!("Size of the ", $what, " in bytes.")]
             pub const LEN: usize = $len;
@@ -164,6 +168,8 @@ macro_rules! fixed_layout {
             $($(#[$fmeta])* pub $name: $ty,)*
         }
 
+        // Generated: the module serialises only some of the structures.
+        #[allow(dead_code)]
         impl $fields {
             #[doc = concat!("Size of the ", $what, " in bytes.")]
             pub const LEN: usize = $len;

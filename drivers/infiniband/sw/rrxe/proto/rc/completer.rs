@@ -80,6 +80,7 @@ pub struct Response {
 
 impl Response {
     /// A plain ACK for `psn` (for tests and simulations).
+    #[cfg(rrxe_host)]
     pub fn ack(psn: Psn) -> Self {
         Self {
             opcode: Opcode::RC_ACKNOWLEDGE,

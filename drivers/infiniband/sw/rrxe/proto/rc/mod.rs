@@ -29,14 +29,19 @@ pub mod qp_state;
 pub mod requester;
 pub mod responder;
 
-pub use completer::{Completion, Deliver, Response, SendAction};
-pub use qp_state::QpState;
-pub use requester::{
-    PostError, SendWqe, Sender, SenderConfig, Transport, TxPacket, WqeHeaders, WrOp,
-};
+pub use completer::{Deliver, Response, SendAction};
+pub use requester::{SendWqe, Sender, SenderConfig, Transport, TxPacket, WqeHeaders, WrOp};
 pub use responder::{
-    AtomicExec, AtomicOp, AtomicReply, AtomicReq, Placement, ReadReply, ReadResp, Reply, Request,
-    RespOutcome, Responder, ResponderConfig,
+    AtomicExec, AtomicReply, Placement, ReadReply, Reply, Request, RespOutcome, Responder,
+    ResponderConfig,
+};
+// Used by the host crate only.
+#[cfg(rrxe_host)]
+pub use {
+    completer::Completion,
+    qp_state::QpState,
+    requester::PostError,
+    responder::{AtomicOp, ReadResp},
 };
 
 /// Requester: request an ACK at least every this many packets (rxe `RXE_MAX_PKT_PER_ACK`).
@@ -63,13 +68,13 @@ pub struct PathMtu {
 
 impl PathMtu {
     /// 256 bytes.
+    #[cfg(rrxe_host)]
     pub const MTU_256: Self = Self { shift: 8 };
     /// 1024 bytes (rxe's active MTU on a 1500-byte netdev).
     pub const MTU_1024: Self = Self { shift: 10 };
-    /// 4096 bytes.
-    pub const MTU_4096: Self = Self { shift: 12 };
 
     /// Creates the MTU from the verbs enum `ib_mtu` (1 = 256, ..., 5 = 4096).
+    #[cfg(rrxe_host)]
     pub const fn from_ib_enum(v: u8) -> Option<Self> {
         match v {
             1..=5 => Some(Self {

@@ -33,6 +33,7 @@ pub enum QpState {
     Err = 6,
 }
 
+#[cfg(rrxe_host)]
 impl QpState {
     /// Converts the kernel's `enum ib_qp_state` value.
     pub const fn from_raw(v: u8) -> Option<Self> {

@@ -464,6 +464,7 @@ impl<const N: usize> Sender<N> {
     }
 
     /// Returns the configuration.
+    #[cfg(rrxe_host)]
     pub fn config(&self) -> &SenderConfig {
         &self.cfg
     }
@@ -479,11 +480,13 @@ impl<const N: usize> Sender<N> {
     }
 
     /// Returns the PSN the next posted WQE will start at.
+    #[cfg(rrxe_host)]
     pub fn next_psn(&self) -> Psn {
         self.post_psn
     }
 
     /// Returns the oldest unacknowledged PSN.
+    #[cfg(rrxe_host)]
     pub fn unacked_psn(&self) -> Psn {
         self.una
     }

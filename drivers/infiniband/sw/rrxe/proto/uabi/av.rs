@@ -35,6 +35,7 @@ pub struct ValidAv {
     fields: RxeAvFields,
 }
 
+#[cfg(rrxe_host)]
 impl ValidAv {
     /// Returns the raw fields (the source address should come from the GID table instead).
     pub fn fields(&self) -> &RxeAvFields {

@@ -272,6 +272,7 @@ const SEND_WR_UNION_OFFSET: usize = 24;
 
 macro_rules! union_accessors {
     ($($(#[$meta:meta])* $get:ident, $set:ident: $ty:ty;)*) => {
+        #[cfg(rrxe_host)]
         impl RxeSendWr<'_> {
             $(
                 $(#[$meta])*
@@ -281,6 +282,8 @@ macro_rules! union_accessors {
             )*
         }
 
+        // Not every member of the union is read or written by the module.
+        #[allow(dead_code)]
         impl RxeSendWrFields {
             $(
                 $(#[$meta])*

@@ -6,9 +6,11 @@
 //! and which side owns which shared index with which memory ordering ([`QueueKind`],
 //! [`IndexAccess`]).
 
+#[cfg(rrxe_host)]
+use super::layout::QueueBufHeaderFields;
 use super::layout::{
-    QueueBufHeaderFields, CONSUMER_INDEX_OFFSET, PRODUCER_INDEX_OFFSET, QUEUE_DATA_OFFSET,
-    RECV_WQE_DATA_OFFSET, SEND_WQE_DATA_OFFSET, SGE_LEN,
+    CONSUMER_INDEX_OFFSET, PRODUCER_INDEX_OFFSET, QUEUE_DATA_OFFSET, RECV_WQE_DATA_OFFSET,
+    SEND_WQE_DATA_OFFSET, SGE_LEN,
 };
 
 /// Errors of the queue geometry and index protocol.
@@ -152,6 +154,7 @@ impl QueueGeometry {
     }
 
     /// Returns the header values the kernel writes once at creation.
+    #[cfg(rrxe_host)]
     pub fn header(&self) -> QueueBufHeaderFields {
         QueueBufHeaderFields {
             log2_elem_size: self.log2_elem_size,
@@ -183,6 +186,7 @@ impl QueueGeometry {
     }
 
     /// Returns `true` if the queue is empty.
+    #[cfg(rrxe_host)]
     pub fn is_empty(&self, producer: u32, consumer: u32) -> bool {
         self.count(producer, consumer) == 0
     }
@@ -219,6 +223,7 @@ pub struct Slot {
     pub len: usize,
 }
 
+#[cfg(rrxe_host)]
 impl Slot {
     /// Returns the slot's bytes in `buf`, the whole queue buffer, or `None` if `buf` is too short.
     pub fn bytes<'a>(&self, buf: &'a [u8]) -> Option<&'a [u8]> {
@@ -281,6 +286,7 @@ pub const UPSTREAM_CQE_SIZE: usize = 72;
 
 /// The four kinds of shared queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg(rrxe_host)]
 pub enum QueueKind {
     /// Send queue: produced by userspace, consumed by the kernel (`QUEUE_TYPE_FROM_CLIENT`).
     Send,
@@ -294,6 +300,7 @@ pub enum QueueKind {
 
 /// Who accesses a queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg(rrxe_host)]
 pub enum Side {
     /// The driver.
     Kernel,
@@ -328,12 +335,14 @@ impl IndexField {
 pub enum IndexAccess {
     /// Load the peer's index with acquire ordering (`smp_load_acquire`, or
     /// `Atomic::<u32>::from_ptr(p).load(Acquire)`) *before* touching the elements it covers.
+    #[cfg(rrxe_host)]
     LoadAcquire(IndexField),
     /// Store the own index with release ordering (`smp_store_release`, or
     /// `.store(v, Release)`) *after* finishing with the elements it releases.
     StoreRelease(IndexField),
 }
 
+#[cfg(rrxe_host)]
 impl QueueKind {
     /// Returns the side that writes elements and `producer_index`.
     pub const fn producer(self) -> Side {

@@ -5,7 +5,9 @@
 //! [`KernelProducer`] for CQs), the values it publishes ([`Publish`]), and the element moves
 //! of a resize ([`ResizePlan`]). Every index read from the shared page is checked.
 
-use super::queue::{IndexAccess, IndexField, QueueError, QueueGeometry, QueueKind, Side, Slot};
+use super::queue::{IndexAccess, IndexField, QueueError, QueueGeometry, Slot};
+#[cfg(rrxe_host)]
+use super::queue::{QueueKind, Side};
 
 /// A value the kernel must publish in the shared page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +29,9 @@ impl Publish {
     /// Returns the byte offset of the index to store in the buffer.
     pub fn offset(&self) -> usize {
         match self.access {
-            IndexAccess::LoadAcquire(f) | IndexAccess::StoreRelease(f) => f.offset(),
+            #[cfg(rrxe_host)]
+            IndexAccess::LoadAcquire(f) => f.offset(),
+            IndexAccess::StoreRelease(f) => f.offset(),
         }
     }
 }
@@ -49,6 +53,7 @@ pub struct KernelConsumer {
 
 impl KernelConsumer {
     /// The shared-index accesses of this role, in order.
+    #[cfg(rrxe_host)]
     pub const ACCESSES: [IndexAccess; 2] = QueueKind::Recv.accesses(Side::Kernel);
 
     /// Creates the consumer of an empty, newly created queue.
@@ -57,6 +62,7 @@ impl KernelConsumer {
     }
 
     /// Creates a consumer resuming at `consumer` (after a resize), masked.
+    #[cfg(rrxe_host)]
     pub fn with_index(geom: QueueGeometry, consumer: u32) -> Self {
         Self {
             geom,
@@ -65,11 +71,13 @@ impl KernelConsumer {
     }
 
     /// Returns the geometry.
+    #[cfg(rrxe_host)]
     pub fn geometry(&self) -> QueueGeometry {
         self.geom
     }
 
     /// Returns the kernel's private consumer index.
+    #[cfg(rrxe_host)]
     pub fn consumer(&self) -> u32 {
         self.consumer
     }
@@ -120,6 +128,7 @@ pub struct SendQueueState {
 
 impl SendQueueState {
     /// The shared-index accesses of this role, in order.
+    #[cfg(rrxe_host)]
     pub const ACCESSES: [IndexAccess; 2] = QueueKind::Send.accesses(Side::Kernel);
 
     /// Creates the state of an empty, newly created send queue.
@@ -132,16 +141,19 @@ impl SendQueueState {
     }
 
     /// Returns the geometry.
+    #[cfg(rrxe_host)]
     pub fn geometry(&self) -> QueueGeometry {
         self.geom
     }
 
     /// Returns the kernel's private consumer index.
+    #[cfg(rrxe_host)]
     pub fn consumer(&self) -> u32 {
         self.consumer
     }
 
     /// Returns the index of the next WQE to start.
+    #[cfg(rrxe_host)]
     pub fn next_index(&self) -> u32 {
         self.next
     }
@@ -179,6 +191,7 @@ impl SendQueueState {
     }
 
     /// Returns the oldest in-flight WQE, or `None`.
+    #[cfg(rrxe_host)]
     pub fn oldest_in_flight(&self) -> Option<Slot> {
         (self.in_flight() != 0).then(|| self.geom.slot(self.consumer))
     }
@@ -194,6 +207,7 @@ impl SendQueueState {
     }
 
     /// Rewinds the cursor to the oldest in-flight WQE (retry after a NAK or timeout).
+    #[cfg(rrxe_host)]
     pub fn rewind(&mut self) {
         self.next = self.consumer;
     }
@@ -238,6 +252,7 @@ impl Reservation {
 
 impl KernelProducer {
     /// The shared-index accesses of this role, in order.
+    #[cfg(rrxe_host)]
     pub const ACCESSES: [IndexAccess; 2] = QueueKind::Completion.accesses(Side::Kernel);
 
     /// Creates the producer of an empty, newly created queue.
@@ -338,6 +353,7 @@ impl ResizePlan {
     }
 
     /// Returns the number of elements to copy.
+    #[cfg(rrxe_host)]
     pub fn count(&self) -> u32 {
         self.count
     }

@@ -31,21 +31,25 @@ impl<'a> SgeList<'a> {
     }
 
     /// Returns the number of SGEs.
+    #[cfg(rrxe_host)]
     pub fn len(&self) -> usize {
         self.bytes.len() / SGE_LEN
     }
 
     /// Returns `true` if there is no SGE.
+    #[cfg(rrxe_host)]
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
 
     /// Returns the raw bytes of the list.
+    #[cfg(rrxe_host)]
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes
     }
 
     /// Returns SGE `i`, if present.
+    #[cfg(rrxe_host)]
     pub fn get(&self, i: usize) -> Option<RxeSgeFields> {
         let off = i.checked_mul(SGE_LEN)?;
         RxeSge::new(self.bytes.get(off..)?).map(|s| s.fields())

@@ -125,6 +125,7 @@ impl WqeError {
 
     /// Returns the completion status for a rejected receive WQE: `IB_WC_LOC_QP_OP_ERR`, as
     /// upstream's `RESPST_ERR_MALFORMED_WQE` (which also NAKs an RC request with REM_OP_ERR).
+    #[cfg(rrxe_host)]
     pub const fn recv_status(self) -> WcStatus {
         WcStatus::LocQpOpErr
     }
@@ -362,6 +363,7 @@ impl CheckedSendWqe {
     }
 
     /// Returns the work request id.
+    #[cfg(rrxe_host)]
     pub fn wr_id(&self) -> u64 {
         self.wr_id
     }
@@ -578,6 +580,7 @@ pub struct RecvWqe<'a> {
 
 impl<'a> RecvWqe<'a> {
     /// Returns the work request id.
+    #[cfg(rrxe_host)]
     pub fn wr_id(&self) -> u64 {
         self.wr_id
     }

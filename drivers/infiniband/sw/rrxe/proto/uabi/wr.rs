@@ -44,9 +44,11 @@ pub enum WrOpcode {
 impl WrOpcode {
     /// `IB_WR_REG_MR`: kernel-only. Upstream accepts it from user WQEs and then dereferences a
     /// `struct ib_mr *` read from the user-writable slot (`rxe_reg_fast_mr()`).
+    #[cfg(rrxe_host)]
     pub const KERNEL_REG_MR: u32 = 0x20;
 
     /// Every accepted opcode.
+    #[cfg(rrxe_host)]
     pub const ALL: [Self; 12] = [
         Self::RdmaWrite,
         Self::RdmaWriteWithImm,
@@ -82,6 +84,7 @@ impl WrOpcode {
     }
 
     /// Returns the raw value.
+    #[cfg(rrxe_host)]
     pub const fn raw(self) -> u32 {
         self as u32
     }
@@ -162,6 +165,7 @@ impl WrOpcode {
 
     /// Returns the opcode of the first packet: `Only` if the message fits in one packet,
     /// `First` otherwise (UD messages are always `Only`).
+    #[cfg(rrxe_host)]
     pub fn first_packet_opcode(self, qp: QpType, fits: bool) -> Option<Opcode> {
         let position = if fits || qp == QpType::Ud {
             Position::Only
@@ -214,8 +218,6 @@ impl SendFlags {
     pub const SOLICITED: u32 = 1 << 2;
     /// `IB_SEND_INLINE`.
     pub const INLINE: u32 = 1 << 3;
-    /// `IB_SEND_IP_CSUM`.
-    pub const IP_CSUM: u32 = 1 << 4;
 
     /// Returns `true` if every bit of `bits` is set.
     pub const fn contains(self, bits: u32) -> bool {
@@ -228,6 +230,7 @@ pub const FLUSH_GLOBAL: u8 = 1;
 /// `IB_FLUSH_PERSISTENT`.
 pub const FLUSH_PERSISTENT: u8 = 2;
 /// `IB_FLUSH_RANGE`.
+#[cfg(rrxe_host)]
 pub const FLUSH_RANGE: u8 = 0;
 /// `IB_FLUSH_MR`.
 pub const FLUSH_MR: u8 = 1;

@@ -53,11 +53,13 @@ mod send_write;
 mod uc;
 
 pub use ack::{LocalError, Reply};
-pub use atomic::{AtomicExec, AtomicOp, AtomicReply};
-pub use read::{ReadReply, ReadResp};
-pub use request::{AtomicReq, Request};
+pub use atomic::{AtomicExec, AtomicReply};
+pub use read::ReadReply;
+pub use request::Request;
 pub use resources::MAX_RESOURCES;
 pub use send_write::{Placement, RecvCompletion};
+#[cfg(rrxe_host)]
+pub use {atomic::AtomicOp, read::ReadResp};
 
 use ack::ack;
 use resources::Resource;
@@ -146,6 +148,7 @@ pub struct Responder<const N: usize = MAX_RESOURCES> {
     res_next: usize,
 }
 
+#[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
 impl Responder {
     /// Creates a responder with [`MAX_RESOURCES`] responder resources, in its initial (RTR
     /// entry) state.
@@ -203,11 +206,13 @@ impl<const N: usize> Responder<N> {
     }
 
     /// Returns the next expected PSN.
+    #[cfg(rrxe_host)]
     pub fn expected_psn(&self) -> Psn {
         self.epsn
     }
 
     /// Returns the current MSN.
+    #[cfg(rrxe_host)]
     pub fn msn(&self) -> Msn {
         self.msn
     }
