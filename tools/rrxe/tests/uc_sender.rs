@@ -132,6 +132,59 @@ fn uc_opcodes_match_the_opcode_table() {
 }
 
 #[test]
+fn uc_opcodes_are_the_iba_ones() {
+    // (operation, [ONLY, FIRST, MIDDLE, LAST]) as IBA Table 38 lists them for UC.
+    let none = [None; 4];
+    let expect = [
+        (
+            WrOp::Send,
+            [
+                Some(Opcode::UC_SEND_ONLY),
+                Some(Opcode::UC_SEND_FIRST),
+                Some(Opcode::UC_SEND_MIDDLE),
+                Some(Opcode::UC_SEND_LAST),
+            ],
+        ),
+        (
+            WrOp::SendWithImm,
+            [
+                Some(Opcode::UC_SEND_ONLY_WITH_IMMEDIATE),
+                Some(Opcode::UC_SEND_FIRST),
+                Some(Opcode::UC_SEND_MIDDLE),
+                Some(Opcode::UC_SEND_LAST_WITH_IMMEDIATE),
+            ],
+        ),
+        (
+            WrOp::Write,
+            [
+                Some(Opcode::UC_RDMA_WRITE_ONLY),
+                Some(Opcode::UC_RDMA_WRITE_FIRST),
+                Some(Opcode::UC_RDMA_WRITE_MIDDLE),
+                Some(Opcode::UC_RDMA_WRITE_LAST),
+            ],
+        ),
+        (
+            WrOp::WriteWithImm,
+            [
+                Some(Opcode::UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE),
+                Some(Opcode::UC_RDMA_WRITE_FIRST),
+                Some(Opcode::UC_RDMA_WRITE_MIDDLE),
+                Some(Opcode::UC_RDMA_WRITE_LAST_WITH_IMMEDIATE),
+            ],
+        ),
+        (WrOp::SendWithInv, none),
+        (WrOp::Read, none),
+        (WrOp::CompareSwap, none),
+        (WrOp::FetchAdd, none),
+    ];
+    for (op, want) in expect {
+        let got = [(true, true), (true, false), (false, false), (false, true)]
+            .map(|(first, last)| op.uc_opcode(first, last));
+        assert_eq!(got, want, "{op:?}");
+    }
+}
+
+#[test]
 fn uc_multi_packet_send_uses_uc_opcodes_without_ack_req() {
     let mut s = uc_sender(0xff_fffe);
     s.post(wqe(5, WrOp::Send, 600)).unwrap();

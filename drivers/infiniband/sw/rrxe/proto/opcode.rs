@@ -357,6 +357,41 @@ pub fn info(op: Opcode) -> Option<&'static OpInfo> {
     OPCODE_TABLE.get(usize::from(row.checked_sub(1)?))
 }
 
+/// Returns the row of the supported opcode that a `qp` QP uses for operation `op` at
+/// `position`, with immediate data and an IETH exactly as `immediate` and `invalidate` say,
+/// or `None` if that transport has no such packet.
+pub fn lookup(
+    qp: QpType,
+    op: Op,
+    position: Position,
+    immediate: bool,
+    invalidate: bool,
+) -> Option<&'static OpInfo> {
+    OPCODE_TABLE.iter().find(|r| {
+        r.supported()
+            && r.allowed_on(qp)
+            && r.op == op
+            && r.position == position
+            && r.immediate() == immediate
+            && r.invalidate() == invalidate
+    })
+}
+
+impl OpInfo {
+    /// Returns the row of the same packet on a `qp` QP (same operation, position, immediate
+    /// data and IETH: `UC_SEND_FIRST` for `RC_SEND_FIRST` on UC), or `None` if that transport
+    /// has no such packet.
+    pub fn counterpart(&self, qp: QpType) -> Option<&'static OpInfo> {
+        lookup(
+            qp,
+            self.op,
+            self.position,
+            self.immediate(),
+            self.invalidate(),
+        )
+    }
+}
+
 impl Opcode {
     /// Returns the table row, or `None` for undefined or reserved opcodes.
     pub fn info(self) -> Option<&'static OpInfo> {

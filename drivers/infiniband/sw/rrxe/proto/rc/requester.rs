@@ -26,7 +26,7 @@
 
 use super::super::bth::{BthFields, Qpn};
 use super::super::ext::{AtomicEthFields, ExtHdr, IethFields, ImmDtFields, RethFields};
-use super::super::opcode::Opcode;
+use super::super::opcode::{Opcode, QpType};
 use super::super::packet::PacketSpec;
 use super::super::psn::Psn;
 use super::{PathMtu, MAX_DMA_LEN, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
@@ -103,33 +103,21 @@ impl WrOp {
     }
 
     /// Returns the UC opcode of a request packet of this operation at the given position
-    /// (rxe `next_opcode_uc()`), or `None` for the operations UC does not carry: RDMA READ,
-    /// the atomics and SEND with invalidate (IBA Table 38).
-    pub const fn uc_opcode(self, first: bool, last: bool) -> Option<Opcode> {
-        use Opcode as O;
-        let opcode = match (self, first, last) {
-            (Self::Read | Self::CompareSwap | Self::FetchAdd | Self::SendWithInv, _, _) => {
-                return None;
-            }
-            (Self::Send | Self::SendWithImm, true, false) => O::UC_SEND_FIRST,
-            (Self::Send | Self::SendWithImm, false, false) => O::UC_SEND_MIDDLE,
-            (Self::Send, true, true) => O::UC_SEND_ONLY,
-            (Self::Send, false, true) => O::UC_SEND_LAST,
-            (Self::SendWithImm, true, true) => O::UC_SEND_ONLY_WITH_IMMEDIATE,
-            (Self::SendWithImm, false, true) => O::UC_SEND_LAST_WITH_IMMEDIATE,
-            (Self::Write | Self::WriteWithImm, true, false) => O::UC_RDMA_WRITE_FIRST,
-            (Self::Write | Self::WriteWithImm, false, false) => O::UC_RDMA_WRITE_MIDDLE,
-            (Self::Write, true, true) => O::UC_RDMA_WRITE_ONLY,
-            (Self::Write, false, true) => O::UC_RDMA_WRITE_LAST,
-            (Self::WriteWithImm, true, true) => O::UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
-            (Self::WriteWithImm, false, true) => O::UC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
-        };
-        Some(opcode)
+    /// (rxe `next_opcode_uc()`), from the opcode table: the UC counterpart of the RC packet
+    /// ([`OpInfo::counterpart`]). `None` for the operations UC does not carry, those whose
+    /// single-packet message has no UC opcode: RDMA READ, the atomics and SEND with
+    /// invalidate (IBA Table 38; a SEND with invalidate would start like a SEND).
+    ///
+    /// [`OpInfo::counterpart`]: super::super::opcode::OpInfo::counterpart
+    pub fn uc_opcode(self, first: bool, last: bool) -> Option<Opcode> {
+        let uc = |opcode: Opcode| opcode.info()?.counterpart(QpType::Uc);
+        uc(self.opcode(true, true))?;
+        uc(self.opcode(first, last)).map(|i| i.opcode)
     }
 
     /// Returns the opcode of a request packet of this operation at the given position on
     /// `transport`, or `None` if the transport does not carry the operation.
-    pub const fn opcode_on(self, transport: Transport, first: bool, last: bool) -> Option<Opcode> {
+    pub fn opcode_on(self, transport: Transport, first: bool, last: bool) -> Option<Opcode> {
         match transport {
             Transport::Rc => Some(self.opcode(first, last)),
             Transport::Uc => self.uc_opcode(first, last),
@@ -137,7 +125,7 @@ impl WrOp {
     }
 
     /// Returns `true` if `transport` carries this operation.
-    pub const fn allowed_on(self, transport: Transport) -> bool {
+    pub fn allowed_on(self, transport: Transport) -> bool {
         self.opcode_on(transport, true, true).is_some()
     }
 }

@@ -3,7 +3,7 @@
 //! Work-request opcodes and flags of user send WQEs ([`WrOpcode`], [`SendFlags`], the FLUSH
 //! placement types and levels) and the largest message size rxe reports ([`MAX_MSG_SIZE`]).
 
-use super::super::opcode::{Op, Opcode, Position, QpType, OPCODE_TABLE};
+use super::super::opcode::{lookup, Op, Opcode, Position, QpType};
 use super::wc::WcOpcode;
 
 /// A work-request opcode accepted from a user send WQE (`IB_UVERBS_WR_*` = `IBV_WR_*` =
@@ -150,17 +150,7 @@ impl WrOpcode {
         let last = matches!(position, Position::Last | Position::Only);
         let imm = last && self.has_imm();
         let inv = last && self.has_invalidate();
-        OPCODE_TABLE
-            .iter()
-            .find(|r| {
-                r.supported()
-                    && r.allowed_on(qp)
-                    && r.op == op
-                    && r.position == position
-                    && r.immediate() == imm
-                    && r.invalidate() == inv
-            })
-            .map(|r| r.opcode)
+        lookup(qp, op, position, imm, inv).map(|r| r.opcode)
     }
 
     /// Returns the opcode of the first packet: `Only` if the message fits in one packet,
