@@ -2,6 +2,9 @@
 
 //! Unit tests of the RC state machines: QP states, requester, completer, responder.
 
+mod common;
+
+use common::sender::{completions, drain_poll, drain_tx, wqe};
 use rrxe_proto::aeth::{Credits, NakCode, RnrTimer, Syndrome};
 use rrxe_proto::bth::Qpn;
 use rrxe_proto::opcode::{Opcode, QpType};
@@ -10,8 +13,8 @@ use rrxe_proto::psn::{Msn, Psn};
 use rrxe_proto::rc::qp_state::{modify, transition_allowed, Effects, ModifyError};
 use rrxe_proto::rc::responder::LocalError;
 use rrxe_proto::rc::{
-    Completion, PathMtu, Placement, PostError, QpState, Reply, Request, Responder, ResponderConfig,
-    Response, SendAction, SendWqe, Sender, SenderConfig, TxPacket, WcStatus, WqeHeaders, WrOp,
+    PathMtu, Placement, PostError, QpState, Reply, Request, Responder, ResponderConfig, Response,
+    SendAction, Sender, SenderConfig, WcStatus, WqeHeaders, WrOp,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -105,34 +108,6 @@ const MTU: PathMtu = PathMtu::MTU_256;
 
 fn sender(psn: u32, retry_cnt: u8, rnr_retry: u8) -> Sender<8> {
     Sender::new(SenderConfig::new(Psn::new(psn), MTU, retry_cnt, rnr_retry))
-}
-
-fn wqe(id: u32, op: WrOp, len: u32) -> SendWqe {
-    SendWqe {
-        id,
-        op,
-        len,
-        solicited: true,
-        fence: false,
-    }
-}
-
-fn drain_tx<const N: usize>(s: &mut Sender<N>) -> Vec<TxPacket> {
-    std::iter::from_fn(|| s.next_packet()).collect()
-}
-
-fn drain_poll<const N: usize>(s: &mut Sender<N>) -> Vec<SendAction> {
-    std::iter::from_fn(|| s.poll()).collect()
-}
-
-fn completions(actions: &[SendAction]) -> Vec<(u32, WcStatus)> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            SendAction::Complete(Completion { id, status, .. }) => Some((*id, *status)),
-            _ => None,
-        })
-        .collect()
 }
 
 fn resp(psn: u32, syndrome: Syndrome) -> Response {

@@ -4,6 +4,9 @@
 //! opcodes, no AckReq, completion once the last packet is out, no timers, no READ or
 //! atomics; RC unchanged next to it.
 
+mod common;
+
+use common::sender::{completions, drain_poll, drain_tx, wqe};
 use rrxe_proto::aeth::{Credits, NakCode, Syndrome};
 use rrxe_proto::bth::Qpn;
 use rrxe_proto::opcode::{AckReq, Opcode, Position, QpType};
@@ -11,7 +14,7 @@ use rrxe_proto::packet;
 use rrxe_proto::psn::{Msn, Psn};
 use rrxe_proto::rc::{
     Completion, PathMtu, PostError, Request, Responder, ResponderConfig, Response, SendAction,
-    SendWqe, Sender, SenderConfig, Transport, TxPacket, WcStatus, WqeHeaders, WrOp,
+    Sender, SenderConfig, Transport, TxPacket, WcStatus, WqeHeaders, WrOp,
 };
 use rrxe_proto::uabi::WrOpcode;
 
@@ -23,34 +26,6 @@ fn uc_config(psn: u32) -> SenderConfig {
 
 fn uc_sender(psn: u32) -> Sender<8> {
     Sender::new(uc_config(psn))
-}
-
-fn wqe(id: u32, op: WrOp, len: u32) -> SendWqe {
-    SendWqe {
-        id,
-        op,
-        len,
-        solicited: true,
-        fence: false,
-    }
-}
-
-fn drain_tx<const N: usize>(s: &mut Sender<N>) -> Vec<TxPacket> {
-    std::iter::from_fn(|| s.next_packet()).collect()
-}
-
-fn drain_poll<const N: usize>(s: &mut Sender<N>) -> Vec<SendAction> {
-    std::iter::from_fn(|| s.poll()).collect()
-}
-
-fn completions(actions: &[SendAction]) -> Vec<(u32, WcStatus)> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            SendAction::Complete(Completion { id, status, .. }) => Some((*id, *status)),
-            _ => None,
-        })
-        .collect()
 }
 
 fn no_timers(actions: &[SendAction]) -> bool {

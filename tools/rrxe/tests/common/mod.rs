@@ -15,6 +15,8 @@ use rrxe_proto::icrc::{self, IpHdr};
 use rrxe_proto::opcode::{OpInfo, Payload};
 use rrxe_proto::packet::{self, PacketSpec};
 
+pub mod sender;
+
 /// Directory holding the fixture frames and captures.
 pub fn fixture_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

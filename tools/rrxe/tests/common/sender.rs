@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Helpers for the tests that drive a [`Sender`]: WQEs to post, and the packets and actions it
+//! returns, collected.
+
+use rrxe_proto::rc::{Completion, SendAction, SendWqe, Sender, TxPacket, WcStatus, WrOp};
+
+/// A solicited, unfenced WQE.
+pub fn wqe(id: u32, op: WrOp, len: u32) -> SendWqe {
+    SendWqe {
+        id,
+        op,
+        len,
+        solicited: true,
+        fence: false,
+    }
+}
+
+/// Every packet the sender lets out now.
+pub fn drain_tx<const N: usize>(s: &mut Sender<N>) -> Vec<TxPacket> {
+    std::iter::from_fn(|| s.next_packet()).collect()
+}
+
+/// Every action the sender has for its caller now.
+pub fn drain_poll<const N: usize>(s: &mut Sender<N>) -> Vec<SendAction> {
+    std::iter::from_fn(|| s.poll()).collect()
+}
+
+/// The WQE ids and statuses of the completions among `actions`, in order.
+pub fn completions(actions: &[SendAction]) -> Vec<(u32, WcStatus)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            SendAction::Complete(Completion { id, status, .. }) => Some((*id, *status)),
+            _ => None,
+        })
+        .collect()
+}
