@@ -1,32 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Validation of send and receive WQEs copied out of user-owned slots ([`validate_send_wqe`],
-//! [`validate_recv_wqe`]) into typed descriptions ([`SendWqe`], [`SendOp`], [`SendData`],
-//! [`RecvWqe`]), the queue parameters they are checked against, and why a WQE is rejected
-//! ([`WqeError`]).
+//! Send WQE validation: a send WQE copied out of a user-owned SQ slot, checked against the
+//! QP's [`SendQueueParams`] by [`validate_send_wqe`] into a [`SendWqe`] (its operation,
+//! [`SendOp`], and local data, [`SendData`]), and the copy of it a driver keeps beside the
+//! slot's bytes ([`CheckedSendWqe`]).
 
-use super::super::bth::Qpn;
-use super::super::opcode::QpType;
-use super::super::wire::chunk;
-use super::av::{validate_av, AvError, ValidAv};
-use super::layout::{
-    MwWrFields, RdmaWrFields, RxeRecvWqe, RxeSendWqe, UdWrFields, RECV_WQE_DATA_OFFSET,
-    SEND_WQE_DATA_OFFSET,
+use super::super::super::bth::Qpn;
+use super::super::super::opcode::QpType;
+use super::super::super::wire::chunk;
+use super::super::av::{validate_av, ValidAv};
+use super::super::layout::{
+    MwWrFields, RdmaWrFields, RxeSendWqe, UdWrFields, SEND_WQE_DATA_OFFSET,
 };
-use super::sge::{sge_length, sge_list, SgeList};
-use super::wc::WcStatus;
-use super::wr::{SendFlags, WrOpcode, FLUSH_GLOBAL, FLUSH_MR, FLUSH_PERSISTENT};
-
-/// How `dma.length` must relate to the SGE list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LengthCheck {
-    /// `dma.length` must equal the sum of the SGE lengths (else [`WqeError::LengthMismatch`]).
-    Strict,
-    /// Ignore `dma.length` and use the sum of the SGE lengths. This accepts multi-SGE
-    /// `ibv_wr_set_sge_list()` WQEs of rdma-core 44.0/56.0, which sum `sg_list[0].length`
-    /// `num_sge` times; upstream trusts `dma.length` for those.
-    SgeSum,
-}
+use super::super::sge::{sge_length, sge_list, SgeList};
+use super::super::wr::{SendFlags, WrOpcode, FLUSH_GLOBAL, FLUSH_MR, FLUSH_PERSISTENT};
+use super::{LengthCheck, WqeError};
 
 /// Send queue parameters for [`validate_send_wqe`], from the QP's private state (never from
 /// the shared page).
@@ -38,97 +26,15 @@ pub struct SendQueueParams {
     pub max_sge: u32,
     /// Reported `max_inline_data`.
     pub max_inline: u32,
-    /// Largest message length (normally [`MAX_MSG_SIZE`](super::MAX_MSG_SIZE)).
+    /// Largest message length (normally [`MAX_MSG_SIZE`](super::super::MAX_MSG_SIZE)).
     pub max_msg_size: u32,
     /// Relation of `dma.length` and the SGE list.
     pub length_check: LengthCheck,
-    /// Accept the embedded [`RxeAv`](super::RxeAv) of UD WQEs with `ah_num == 0` (legacy
+    /// Accept the embedded [`RxeAv`](super::super::RxeAv) of UD WQEs with `ah_num == 0` (legacy
     /// providers).
     pub allow_embedded_av: bool,
     /// Size of the port's GID table, to bound `sgid_index` of an embedded AV.
     pub gid_table_len: u32,
-}
-
-/// Why a user WQE was rejected.
-///
-/// For a send WQE the driver completes it with [`WqeError::send_status`] and moves the QP
-/// to the error state, like upstream; for a receive WQE with [`WqeError::recv_status`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WqeError {
-    /// The slot is shorter than the fixed WQE header (a driver bug).
-    SlotTooShort,
-    /// Not an opcode a user WQE may carry (including the kernel-only `IB_WR_REG_MR`).
-    BadOpcode(u32),
-    /// The opcode is not allowed on this QP type.
-    OpcodeNotAllowed(WrOpcode),
-    /// `num_sge` exceeds the queue's `max_sge`.
-    TooManySge {
-        /// `dma.num_sge`.
-        num_sge: u32,
-        /// The queue's limit.
-        max_sge: u32,
-    },
-    /// The SGE list does not fit in the slot.
-    SgeOutsideSlot,
-    /// The sum of the SGE lengths overflows 32 bits.
-    LengthOverflow,
-    /// `dma.length` differs from the sum of the SGE lengths.
-    LengthMismatch {
-        /// `dma.length`.
-        claimed: u32,
-        /// Sum of the SGE lengths.
-        sum: u32,
-    },
-    /// The message is longer than the device's maximum message size.
-    MessageTooLong(u32),
-    /// `IB_SEND_INLINE` on an opcode without local send data.
-    InlineNotAllowed,
-    /// Inline data longer than `max_inline_data`.
-    InlineTooLong(u32),
-    /// Inline data does not fit in the slot.
-    InlineOutsideSlot,
-    /// An atomic WQE whose local buffer is shorter than 8 bytes.
-    AtomicLength(u32),
-    /// An atomic or ATOMIC WRITE remote address that is not 8-byte aligned.
-    AtomicMisaligned(u64),
-    /// An ATOMIC WRITE whose length is not 8.
-    AtomicWriteLength(u32),
-    /// A FLUSH with an unknown placement type or selectivity level.
-    BadFlush {
-        /// `wr.flush.type`.
-        placement_type: u8,
-        /// `wr.flush.level`.
-        level: u8,
-    },
-    /// A UD destination QPN wider than 24 bits.
-    BadRemoteQpn(u32),
-    /// A UD WQE with `ah_num == 0` where the embedded AV is not accepted.
-    MissingAh,
-    /// The embedded UD address vector is invalid.
-    BadAv(AvError),
-}
-
-impl WqeError {
-    /// Returns the completion status for a rejected send WQE: `IB_WC_LOC_LEN_ERR` for length
-    /// errors, `IB_WC_LOC_QP_OP_ERR` for every malformed WQE (as upstream's requester).
-    pub const fn send_status(self) -> WcStatus {
-        match self {
-            Self::LengthOverflow
-            | Self::LengthMismatch { .. }
-            | Self::MessageTooLong(_)
-            | Self::InlineTooLong(_)
-            | Self::AtomicLength(_)
-            | Self::AtomicWriteLength(_) => WcStatus::LocLenErr,
-            _ => WcStatus::LocQpOpErr,
-        }
-    }
-
-    /// Returns the completion status for a rejected receive WQE: `IB_WC_LOC_QP_OP_ERR`, as
-    /// upstream's `RESPST_ERR_MALFORMED_WQE` (which also NAKs an RC request with REM_OP_ERR).
-    #[cfg(rrxe_host)]
-    pub const fn recv_status(self) -> WcStatus {
-        WcStatus::LocQpOpErr
-    }
 }
 
 /// Remote address and key of an RDMA, atomic or FLUSH operation.
@@ -551,65 +457,5 @@ fn ud_dest(ud: &UdWrFields, p: &SendQueueParams) -> Result<UdDest, WqeError> {
         remote_qkey: ud.remote_qkey,
         pkey_index: ud.pkey_index,
         address,
-    })
-}
-
-/// Receive queue or SRQ parameters for [`validate_recv_wqe`], from private state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecvQueueParams {
-    /// The queue's `max_sge` (RQ: reported `max_recv_sge`; SRQ: its `max_sge`).
-    pub max_sge: u32,
-    /// Largest message length (normally [`MAX_MSG_SIZE`](super::MAX_MSG_SIZE)).
-    pub max_msg_size: u32,
-    /// Relation of `dma.length` and the SGE list.
-    pub length_check: LengthCheck,
-}
-
-/// A receive WQE that passed [`validate_recv_wqe`].
-///
-/// # Invariants
-///
-/// `sges.len() <= max_sge`, the list lies inside the slot, and the sum of its lengths equals
-/// `length` without overflow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecvWqe<'a> {
-    wr_id: u64,
-    length: u32,
-    sges: SgeList<'a>,
-}
-
-impl<'a> RecvWqe<'a> {
-    /// Returns the work request id.
-    #[cfg(rrxe_host)]
-    pub fn wr_id(&self) -> u64 {
-        self.wr_id
-    }
-
-    /// Returns the buffer length (sum of the SGE lengths).
-    pub fn length(&self) -> u32 {
-        self.length
-    }
-
-    /// Returns the scatter list.
-    pub fn sges(&self) -> SgeList<'a> {
-        self.sges
-    }
-}
-
-/// Validates a receive WQE copied out of a user-owned RQ or SRQ slot.
-///
-/// Upstream checks `num_sge` only, copies `40 + 16 * num_sge` bytes and then trusts
-/// `dma.length`/`dma.resid` (the responder's length check and `byte_len` use them). librxe
-/// writes `dma.length = Σ sge.length` summed in a signed `int`.
-pub fn validate_recv_wqe<'a>(slot: &'a [u8], p: &RecvQueueParams) -> Result<RecvWqe<'a>, WqeError> {
-    let hdr = RxeRecvWqe::new(slot).ok_or(WqeError::SlotTooShort)?;
-    let dma = hdr.dma();
-    let data_area = slot.get(RECV_WQE_DATA_OFFSET..).unwrap_or(&[]);
-    let sges = sge_list(data_area, dma.num_sge, p.max_sge)?;
-    let length = sge_length(&sges, dma.length, p.length_check, p.max_msg_size)?;
-    Ok(RecvWqe {
-        wr_id: hdr.wr_id(),
-        length,
-        sges,
     })
 }

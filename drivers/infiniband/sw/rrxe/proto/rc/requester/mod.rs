@@ -23,225 +23,25 @@
 //! its last packet (rxe `rxe_requester()` for `IB_QPT_UC`). UC carries SEND, SEND with
 //! immediate, RDMA WRITE and RDMA WRITE with immediate only (IBA Table 38); [`Sender::post`]
 //! refuses anything else with [`PostError::Unsupported`].
+//!
+//! The files split it by concern: this one holds the [`Sender`] itself (configuration,
+//! posting, segmentation into packets, the window and the transmit cursor); `op.rs` the
+//! operations and their opcodes on each transport ([`WrOp`], [`Transport`]); `tx.rs` what is
+//! handed in and out ([`SendWqe`], [`TxPacket`], [`WqeHeaders`]).
+//!
+//! [`PacketSpec`]: super::super::packet::PacketSpec
 
-use super::super::bth::{BthFields, Qpn};
-use super::super::ext::{AtomicEthFields, ExtHdr, IethFields, ImmDtFields, RethFields};
-use super::super::opcode::{Opcode, QpType};
-use super::super::packet::PacketSpec;
 use super::super::psn::Psn;
 use super::{PathMtu, MAX_DMA_LEN, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
 
+mod op;
+mod tx;
+
+pub use op::{Transport, WrOp};
+pub use tx::{SendWqe, TxPacket, WqeHeaders};
+
 /// Most PSNs that the posted WQEs may span beyond the oldest unacknowledged one.
 const MAX_POSTED_PSNS: u32 = 1 << 22;
-
-/// The operation of a send work request (`enum ib_wr_opcode`, RC subset; UC takes SEND and
-/// RDMA WRITE, with or without immediate, only).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum WrOp {
-    /// `IB_WR_SEND`.
-    #[default]
-    Send,
-    /// `IB_WR_SEND_WITH_IMM`.
-    SendWithImm,
-    /// `IB_WR_SEND_WITH_INV`.
-    SendWithInv,
-    /// `IB_WR_RDMA_WRITE`.
-    Write,
-    /// `IB_WR_RDMA_WRITE_WITH_IMM`.
-    WriteWithImm,
-    /// `IB_WR_RDMA_READ`.
-    Read,
-    /// `IB_WR_ATOMIC_CMP_AND_SWP`.
-    CompareSwap,
-    /// `IB_WR_ATOMIC_FETCH_AND_ADD`.
-    FetchAdd,
-}
-
-impl WrOp {
-    /// Returns `true` for RDMA READ and the atomics, which are completed by a response
-    /// carrying data rather than by a plain ACK.
-    pub const fn is_read_or_atomic(self) -> bool {
-        matches!(self, Self::Read | Self::CompareSwap | Self::FetchAdd)
-    }
-
-    /// Returns `true` if the request packets carry the WQE's data as payload.
-    pub const fn has_payload(self) -> bool {
-        !self.is_read_or_atomic()
-    }
-
-    /// Returns how many PSNs a WQE of `len` bytes uses at path MTU `mtu`.
-    pub fn psn_count(self, len: u32, mtu: PathMtu) -> u32 {
-        match self {
-            Self::CompareSwap | Self::FetchAdd => 1,
-            _ => mtu.packets(len),
-        }
-    }
-
-    /// Returns the RC opcode of a request packet of this operation at the given position
-    /// (rxe `next_opcode_rc()`); READ and atomics are always single-packet.
-    pub const fn opcode(self, first: bool, last: bool) -> Opcode {
-        use Opcode as O;
-        match (self, first, last) {
-            (Self::Read, _, _) => O::RC_RDMA_READ_REQUEST,
-            (Self::CompareSwap, _, _) => O::RC_COMPARE_SWAP,
-            (Self::FetchAdd, _, _) => O::RC_FETCH_ADD,
-            (Self::Send | Self::SendWithImm | Self::SendWithInv, true, false) => O::RC_SEND_FIRST,
-            (Self::Send | Self::SendWithImm | Self::SendWithInv, false, false) => O::RC_SEND_MIDDLE,
-            (Self::Send, true, true) => O::RC_SEND_ONLY,
-            (Self::Send, false, true) => O::RC_SEND_LAST,
-            (Self::SendWithImm, true, true) => O::RC_SEND_ONLY_WITH_IMMEDIATE,
-            (Self::SendWithImm, false, true) => O::RC_SEND_LAST_WITH_IMMEDIATE,
-            (Self::SendWithInv, true, true) => O::RC_SEND_ONLY_WITH_INVALIDATE,
-            (Self::SendWithInv, false, true) => O::RC_SEND_LAST_WITH_INVALIDATE,
-            (Self::Write | Self::WriteWithImm, true, false) => O::RC_RDMA_WRITE_FIRST,
-            (Self::Write | Self::WriteWithImm, false, false) => O::RC_RDMA_WRITE_MIDDLE,
-            (Self::Write, true, true) => O::RC_RDMA_WRITE_ONLY,
-            (Self::Write, false, true) => O::RC_RDMA_WRITE_LAST,
-            (Self::WriteWithImm, true, true) => O::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
-            (Self::WriteWithImm, false, true) => O::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
-        }
-    }
-
-    /// Returns the UC opcode of a request packet of this operation at the given position
-    /// (rxe `next_opcode_uc()`), from the opcode table: the UC counterpart of the RC packet
-    /// ([`OpInfo::counterpart`]). `None` for the operations UC does not carry, those whose
-    /// single-packet message has no UC opcode: RDMA READ, the atomics and SEND with
-    /// invalidate (IBA Table 38; a SEND with invalidate would start like a SEND).
-    ///
-    /// [`OpInfo::counterpart`]: super::super::opcode::OpInfo::counterpart
-    pub fn uc_opcode(self, first: bool, last: bool) -> Option<Opcode> {
-        let uc = |opcode: Opcode| opcode.info()?.counterpart(QpType::Uc);
-        uc(self.opcode(true, true))?;
-        uc(self.opcode(first, last)).map(|i| i.opcode)
-    }
-
-    /// Returns the opcode of a request packet of this operation at the given position on
-    /// `transport`, or `None` if the transport does not carry the operation.
-    pub fn opcode_on(self, transport: Transport, first: bool, last: bool) -> Option<Opcode> {
-        match transport {
-            Transport::Rc => Some(self.opcode(first, last)),
-            Transport::Uc => self.uc_opcode(first, last),
-        }
-    }
-
-    /// Returns `true` if `transport` carries this operation.
-    pub fn allowed_on(self, transport: Transport) -> bool {
-        self.opcode_on(transport, true, true).is_some()
-    }
-}
-
-/// The transport service of a [`Sender`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Transport {
-    /// Reliable Connected (IBA 9.7): ACKs, NAKs, retransmission, READ and atomics.
-    #[default]
-    Rc,
-    /// Unreliable Connected (IBA 9.8): no acknowledgements and no retransmission; a WQE
-    /// completes once its last packet is handed out. SEND and RDMA WRITE only.
-    Uc,
-}
-
-/// A send WQE as the sender needs it: plain values, no pointers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SendWqe {
-    /// Caller's handle for the WQE (e.g. its send queue index); returned in
-    /// [`TxPacket::id`] and [`super::Completion::id`].
-    pub id: u32,
-    /// Operation.
-    pub op: WrOp,
-    /// Total data length in bytes (SEND/WRITE payload, READ length; ignored for atomics).
-    pub len: u32,
-    /// `IB_SEND_SOLICITED`: set the BTH SE bit on the last packet of a SEND or WRITE with
-    /// immediate.
-    pub solicited: bool,
-    /// `IB_SEND_FENCE`: do not start before every earlier RDMA READ and atomic completed.
-    pub fence: bool,
-}
-
-/// Header values of a WQE that [`TxPacket::spec`] copies into the extended headers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WqeHeaders {
-    /// Remote virtual address (RDMA and atomic operations).
-    pub remote_va: u64,
-    /// Remote key (RDMA and atomic operations).
-    pub rkey: u32,
-    /// Immediate data (`*_WITH_IMM`, as it goes on the wire) or the rkey to invalidate
-    /// (`SEND_WITH_INV`).
-    pub imm_or_inv: u32,
-    /// Swap (compare & swap) or add (fetch & add) operand.
-    pub swap_add: u64,
-    /// Compare operand (compare & swap).
-    pub compare: u64,
-}
-
-/// One request packet to transmit, returned by [`Sender::next_packet`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TxPacket {
-    /// The WQE this packet belongs to ([`SendWqe::id`]).
-    pub id: u32,
-    /// Opcode.
-    pub opcode: Opcode,
-    /// PSN.
-    pub psn: Psn,
-    /// BTH AckReq bit.
-    pub ack_req: bool,
-    /// BTH SE bit.
-    pub solicited: bool,
-    /// Offset of the payload in the WQE's data; for a READ request, of the first byte
-    /// requested (non-zero when a READ is retried from its middle).
-    pub offset: u32,
-    /// Payload length in bytes (0 for READ requests and atomics).
-    pub len: u32,
-    /// RETH DMA length, if the opcode carries a RETH.
-    pub reth_len: u32,
-    /// `true` if this PSN was sent before (go-back-N retransmission).
-    pub retransmit: bool,
-}
-
-impl TxPacket {
-    /// Returns the packet's header set; `payload` must be the `len` bytes of the WQE's data
-    /// at `offset`.
-    pub fn spec<'a>(
-        &self,
-        dest_qp: Qpn,
-        pkey: u16,
-        hdrs: &WqeHeaders,
-        payload: &'a [u8],
-    ) -> PacketSpec<'a> {
-        let has = |h: ExtHdr| self.opcode.info().is_some_and(|i| i.has(h));
-        let va = hdrs.remote_va.wrapping_add(u64::from(self.offset));
-        PacketSpec {
-            bth: BthFields {
-                opcode: self.opcode,
-                solicited: self.solicited,
-                pkey,
-                dest_qp,
-                ack_req: self.ack_req,
-                psn: self.psn,
-                ..BthFields::default()
-            },
-            reth: has(ExtHdr::Reth).then_some(RethFields {
-                va,
-                rkey: hdrs.rkey,
-                dma_len: self.reth_len,
-            }),
-            atomic_eth: has(ExtHdr::AtomicEth).then_some(AtomicEthFields {
-                va,
-                rkey: hdrs.rkey,
-                swap_add: hdrs.swap_add,
-                compare: hdrs.compare,
-            }),
-            immdt: has(ExtHdr::ImmDt).then_some(ImmDtFields {
-                imm: hdrs.imm_or_inv,
-            }),
-            ieth: has(ExtHdr::Ieth).then_some(IethFields {
-                rkey: hdrs.imm_or_inv,
-            }),
-            payload,
-            ..PacketSpec::default()
-        }
-    }
-}
 
 /// Per-connection parameters of a [`Sender`] (from `modify_qp`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The operations a [`Sender`] carries out ([`WrOp`]) and its transport services
+//! ([`Transport`]): how many PSNs each operation takes and which opcode each of its request
+//! packets has, on RC and on UC.
+//!
+//! [`Sender`]: super::Sender
+
+use super::super::super::opcode::{Opcode, QpType};
+use super::super::PathMtu;
+
+/// The operation of a send work request (`enum ib_wr_opcode`, RC subset; UC takes SEND and
+/// RDMA WRITE, with or without immediate, only).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WrOp {
+    /// `IB_WR_SEND`.
+    #[default]
+    Send,
+    /// `IB_WR_SEND_WITH_IMM`.
+    SendWithImm,
+    /// `IB_WR_SEND_WITH_INV`.
+    SendWithInv,
+    /// `IB_WR_RDMA_WRITE`.
+    Write,
+    /// `IB_WR_RDMA_WRITE_WITH_IMM`.
+    WriteWithImm,
+    /// `IB_WR_RDMA_READ`.
+    Read,
+    /// `IB_WR_ATOMIC_CMP_AND_SWP`.
+    CompareSwap,
+    /// `IB_WR_ATOMIC_FETCH_AND_ADD`.
+    FetchAdd,
+}
+
+impl WrOp {
+    /// Returns `true` for RDMA READ and the atomics, which are completed by a response
+    /// carrying data rather than by a plain ACK.
+    pub const fn is_read_or_atomic(self) -> bool {
+        matches!(self, Self::Read | Self::CompareSwap | Self::FetchAdd)
+    }
+
+    /// Returns `true` if the request packets carry the WQE's data as payload.
+    pub const fn has_payload(self) -> bool {
+        !self.is_read_or_atomic()
+    }
+
+    /// Returns how many PSNs a WQE of `len` bytes uses at path MTU `mtu`.
+    pub fn psn_count(self, len: u32, mtu: PathMtu) -> u32 {
+        match self {
+            Self::CompareSwap | Self::FetchAdd => 1,
+            _ => mtu.packets(len),
+        }
+    }
+
+    /// Returns the RC opcode of a request packet of this operation at the given position
+    /// (rxe `next_opcode_rc()`); READ and atomics are always single-packet.
+    pub const fn opcode(self, first: bool, last: bool) -> Opcode {
+        use Opcode as O;
+        match (self, first, last) {
+            (Self::Read, _, _) => O::RC_RDMA_READ_REQUEST,
+            (Self::CompareSwap, _, _) => O::RC_COMPARE_SWAP,
+            (Self::FetchAdd, _, _) => O::RC_FETCH_ADD,
+            (Self::Send | Self::SendWithImm | Self::SendWithInv, true, false) => O::RC_SEND_FIRST,
+            (Self::Send | Self::SendWithImm | Self::SendWithInv, false, false) => O::RC_SEND_MIDDLE,
+            (Self::Send, true, true) => O::RC_SEND_ONLY,
+            (Self::Send, false, true) => O::RC_SEND_LAST,
+            (Self::SendWithImm, true, true) => O::RC_SEND_ONLY_WITH_IMMEDIATE,
+            (Self::SendWithImm, false, true) => O::RC_SEND_LAST_WITH_IMMEDIATE,
+            (Self::SendWithInv, true, true) => O::RC_SEND_ONLY_WITH_INVALIDATE,
+            (Self::SendWithInv, false, true) => O::RC_SEND_LAST_WITH_INVALIDATE,
+            (Self::Write | Self::WriteWithImm, true, false) => O::RC_RDMA_WRITE_FIRST,
+            (Self::Write | Self::WriteWithImm, false, false) => O::RC_RDMA_WRITE_MIDDLE,
+            (Self::Write, true, true) => O::RC_RDMA_WRITE_ONLY,
+            (Self::Write, false, true) => O::RC_RDMA_WRITE_LAST,
+            (Self::WriteWithImm, true, true) => O::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+            (Self::WriteWithImm, false, true) => O::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+        }
+    }
+
+    /// Returns the UC opcode of a request packet of this operation at the given position
+    /// (rxe `next_opcode_uc()`), from the opcode table: the UC counterpart of the RC packet
+    /// ([`OpInfo::counterpart`]). `None` for the operations UC does not carry, those whose
+    /// single-packet message has no UC opcode: RDMA READ, the atomics and SEND with
+    /// invalidate (IBA Table 38; a SEND with invalidate would start like a SEND).
+    ///
+    /// [`OpInfo::counterpart`]: super::super::super::opcode::OpInfo::counterpart
+    pub fn uc_opcode(self, first: bool, last: bool) -> Option<Opcode> {
+        let uc = |opcode: Opcode| opcode.info()?.counterpart(QpType::Uc);
+        uc(self.opcode(true, true))?;
+        uc(self.opcode(first, last)).map(|i| i.opcode)
+    }
+
+    /// Returns the opcode of a request packet of this operation at the given position on
+    /// `transport`, or `None` if the transport does not carry the operation.
+    pub fn opcode_on(self, transport: Transport, first: bool, last: bool) -> Option<Opcode> {
+        match transport {
+            Transport::Rc => Some(self.opcode(first, last)),
+            Transport::Uc => self.uc_opcode(first, last),
+        }
+    }
+
+    /// Returns `true` if `transport` carries this operation.
+    pub fn allowed_on(self, transport: Transport) -> bool {
+        self.opcode_on(transport, true, true).is_some()
+    }
+}
+
+/// The transport service of a [`Sender`](super::Sender).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// Reliable Connected (IBA 9.7): ACKs, NAKs, retransmission, READ and atomics.
+    #[default]
+    Rc,
+    /// Unreliable Connected (IBA 9.8): no acknowledgements and no retransmission; a WQE
+    /// completes once its last packet is handed out. SEND and RDMA WRITE only.
+    Uc,
+}
