@@ -13,8 +13,8 @@ use rrxe_proto::opcode::QpType;
 use rrxe_proto::packet::{self, PacketSpec};
 use rrxe_proto::psn::Psn;
 use rrxe_proto::rc::{
-    Completion, Deliver, PathMtu, Placement, Request, Responder, ResponderConfig, Response,
-    SendAction, SendWqe, Sender, SenderConfig, WcStatus, WqeHeaders, WrOp,
+    Deliver, PathMtu, Placement, PostedWqe, Request, Responder, ResponderConfig, Response,
+    SendAction, SendCompletion, Sender, SenderConfig, WcStatus, WqeHeaders, WrOp,
 };
 
 /// Deterministic xorshift64* generator.
@@ -181,7 +181,7 @@ struct SimResult {
     atomic_execs: u32,
     /// Received SEND payloads and WRITE-with-immediate completions: (bytes, imm).
     delivered: Vec<(Vec<u8>, Option<u32>)>,
-    completions: Vec<Completion>,
+    completions: Vec<SendCompletion>,
     remote_mem: Vec<u8>,
     sender_error: bool,
     responder_fatal: bool,
@@ -365,7 +365,7 @@ fn run(cfg: &SimCfg) -> SimResult {
         }
         while next_post < cfg.msgs.len() && snd.has_room() {
             let m = &cfg.msgs[next_post];
-            snd.post(SendWqe {
+            snd.post(PostedWqe {
                 id: next_post as u32,
                 op: m.op,
                 len: m.data.len() as u32,

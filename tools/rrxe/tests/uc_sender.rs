@@ -13,7 +13,7 @@ use rrxe_proto::opcode::{AckReq, Opcode, Position, QpType};
 use rrxe_proto::packet;
 use rrxe_proto::psn::{Msn, Psn};
 use rrxe_proto::rc::{
-    Completion, PathMtu, PostError, Request, Responder, ResponderConfig, Response, SendAction,
+    PathMtu, PostError, Request, Responder, ResponderConfig, Response, SendAction, SendCompletion,
     Sender, SenderConfig, Transport, TxPacket, WcStatus, WqeHeaders, WrOp,
 };
 use rrxe_proto::uabi::WrOpcode;
@@ -273,7 +273,7 @@ fn uc_completes_each_wqe_once_its_last_packet_is_out_in_order() {
         .collect();
     assert_eq!(
         c,
-        [Completion {
+        [SendCompletion {
             id: 2,
             op: WrOp::WriteWithImm,
             len: 512,

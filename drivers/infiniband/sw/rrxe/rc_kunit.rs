@@ -25,8 +25,9 @@ mod tests {
         packet::{self, Packet},
         psn::Psn,
         rc::{
-            responder::RecvCompletion, PathMtu, Placement, Request, Responder, ResponderConfig,
-            Response, SendAction, SendWqe, Sender, SenderConfig, WcStatus, WqeHeaders, WrOp,
+            responder::RecvCompletion, PathMtu, Placement, PostedWqe, Request, Responder,
+            ResponderConfig, Response, SendAction, Sender, SenderConfig, WcStatus, WqeHeaders,
+            WrOp,
         },
     };
     use crate::wire::kernel_crc32;
@@ -165,8 +166,8 @@ mod tests {
         })
     }
 
-    fn send(len: u32) -> SendWqe {
-        SendWqe {
+    fn send(len: u32) -> PostedWqe {
+        PostedWqe {
             id: 1,
             op: WrOp::Send,
             len,

@@ -3,11 +3,11 @@
 //! Helpers for the tests that drive a [`Sender`]: WQEs to post, and the packets and actions it
 //! returns, collected.
 
-use rrxe_proto::rc::{Completion, SendAction, SendWqe, Sender, TxPacket, WcStatus, WrOp};
+use rrxe_proto::rc::{PostedWqe, SendAction, SendCompletion, Sender, TxPacket, WcStatus, WrOp};
 
 /// A solicited, unfenced WQE.
-pub fn wqe(id: u32, op: WrOp, len: u32) -> SendWqe {
-    SendWqe {
+pub fn wqe(id: u32, op: WrOp, len: u32) -> PostedWqe {
+    PostedWqe {
         id,
         op,
         len,
@@ -31,7 +31,7 @@ pub fn completions(actions: &[SendAction]) -> Vec<(u32, WcStatus)> {
     actions
         .iter()
         .filter_map(|a| match a {
-            SendAction::Complete(Completion { id, status, .. }) => Some((*id, *status)),
+            SendAction::Complete(SendCompletion { id, status, .. }) => Some((*id, *status)),
             _ => None,
         })
         .collect()

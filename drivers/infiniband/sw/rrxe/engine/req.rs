@@ -22,7 +22,7 @@ use crate::mr::Need;
 use crate::proto::{
     opcode::QpType as WireQpType,
     packet::Packet,
-    rc::{Deliver, Response, SendAction, SendWqe as RcWqe, TxPacket, WcStatus, WqeHeaders, WrOp},
+    rc::{Deliver, PostedWqe, Response, SendAction, TxPacket, WcStatus, WqeHeaders, WrOp},
     uabi::{self, CheckedSendWqe, SendData, SendFlags, SendOp, SendQueueParams, SendWqe, WrOpcode},
 };
 use kernel::alloc::KVVec;
@@ -158,7 +158,7 @@ impl QpShared {
                     return;
                 }
             };
-            if e.sender.post(RcWqe { id, ..wqe }).is_err() {
+            if e.sender.post(PostedWqe { id, ..wqe }).is_err() {
                 e.sq_error = Some(WcStatus::LocQpOpErr);
                 return;
             }
@@ -172,7 +172,7 @@ impl QpShared {
 
     /// Validates the send WQE copy in shadow slot `id` for this QP, and every local key it
     /// names; returns what the sender needs of it.
-    fn check_send_wqe(&self, e: &mut Engine, id: u32) -> core::result::Result<RcWqe, WcStatus> {
+    fn check_send_wqe(&self, e: &mut Engine, id: u32) -> core::result::Result<PostedWqe, WcStatus> {
         let wqe = e.shadow.check(id, &e.sq_params)?;
         let op = match wqe.opcode() {
             WrOpcode::Send => WrOp::Send,
@@ -201,7 +201,7 @@ impl QpShared {
             self.check_sges(sges, n, need)
                 .map_err(|_| WcStatus::LocProtErr)?;
         }
-        Ok(RcWqe {
+        Ok(PostedWqe {
             id: 0,
             op,
             len,

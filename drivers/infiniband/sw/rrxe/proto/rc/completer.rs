@@ -119,24 +119,27 @@ impl Response {
 pub enum Deliver {
     /// The payload goes to byte `offset` of WQE `id`'s scatter list.
     ReadData {
-        /// The WQE's [`super::SendWqe::id`].
+        /// The WQE's [`super::PostedWqe::id`].
         id: u32,
         /// Byte offset in the WQE's data.
         offset: u32,
     },
     /// The original value (8 bytes, host order) goes to the start of WQE `id`'s scatter list.
     AtomicOrig {
-        /// The WQE's [`super::SendWqe::id`].
+        /// The WQE's [`super::PostedWqe::id`].
         id: u32,
         /// The value before the operation.
         orig: u64,
     },
 }
 
-/// A send work completion, in posting order.
+/// A send work completion, in posting order; the caller writes the completion entry (for
+/// a user CQ, a [`uabi::Completion`]).
+///
+/// [`uabi::Completion`]: super::super::uabi::Completion
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Completion {
-    /// The WQE's [`super::SendWqe::id`].
+pub struct SendCompletion {
+    /// The WQE's [`super::PostedWqe::id`].
     pub id: u32,
     /// Its operation.
     pub op: WrOp,
@@ -150,7 +153,7 @@ pub struct Completion {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendAction {
     /// Report this completion (if signaled, or always when the status is not success).
-    Complete(Completion),
+    Complete(SendCompletion),
     /// (Re)start the retransmit timer with the QP's local ACK timeout.
     ArmRetransmitTimer,
     /// Stop the retransmit timer.
@@ -374,7 +377,7 @@ impl<const N: usize> Sender<N> {
                 self.head = self.index(1);
                 self.len = self.len.wrapping_sub(1);
                 self.tx_slot = self.tx_slot.saturating_sub(1);
-                return Some(SendAction::Complete(Completion {
+                return Some(SendAction::Complete(SendCompletion {
                     id: slot.wqe.id,
                     op: slot.wqe.op,
                     len: slot.wqe.len,

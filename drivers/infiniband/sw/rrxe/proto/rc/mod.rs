@@ -30,7 +30,7 @@ pub mod requester;
 pub mod responder;
 
 pub use completer::{Deliver, Response, SendAction};
-pub use requester::{SendWqe, Sender, SenderConfig, Transport, TxPacket, WqeHeaders, WrOp};
+pub use requester::{PostedWqe, Sender, SenderConfig, Transport, TxPacket, WqeHeaders, WrOp};
 pub use responder::{
     AtomicExec, AtomicReply, Placement, ReadReply, Reply, Request, RespOutcome, Responder,
     ResponderConfig,
@@ -38,7 +38,7 @@ pub use responder::{
 // Used by the host crate only.
 #[cfg(rrxe_host)]
 pub use {
-    completer::Completion,
+    completer::SendCompletion,
     qp_state::QpState,
     requester::PostError,
     responder::{AtomicOp, ReadResp},

@@ -3,7 +3,7 @@
 //! The requester half of [`Sender`]: segmentation, PSNs, AckReq policy, window, go-back-N.
 //!
 //! The caller keeps its send queue (and the WQEs' scatter/gather lists); it hands each WQE
-//! to the sender with [`Sender::post`] as plain values ([`SendWqe`]) while
+//! to the sender with [`Sender::post`] as plain values ([`PostedWqe`]) while
 //! [`Sender::has_room`], then transmits whatever [`Sender::next_packet`] returns: each
 //! [`TxPacket`] names the WQE, the opcode and PSN, and the byte range `[offset, offset + len)`
 //! of the WQE's data to copy into the payload. [`TxPacket::spec`] builds the
@@ -27,7 +27,7 @@
 //! The files split it by concern: this one holds the [`Sender`] itself (configuration,
 //! posting, segmentation into packets, the window and the transmit cursor); `op.rs` the
 //! operations and their opcodes on each transport ([`WrOp`], [`Transport`]); `tx.rs` what is
-//! handed in and out ([`SendWqe`], [`TxPacket`], [`WqeHeaders`]).
+//! handed in and out ([`PostedWqe`], [`TxPacket`], [`WqeHeaders`]).
 //!
 //! [`PacketSpec`]: super::super::packet::PacketSpec
 
@@ -38,7 +38,7 @@ mod op;
 mod tx;
 
 pub use op::{Transport, WrOp};
-pub use tx::{SendWqe, TxPacket, WqeHeaders};
+pub use tx::{PostedWqe, TxPacket, WqeHeaders};
 
 /// Most PSNs that the posted WQEs may span beyond the oldest unacknowledged one.
 const MAX_POSTED_PSNS: u32 = 1 << 22;
@@ -114,7 +114,7 @@ pub enum PostError {
 /// A posted WQE and its PSN range.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Slot {
-    pub(super) wqe: SendWqe,
+    pub(super) wqe: PostedWqe,
     pub(super) first_psn: Psn,
     pub(super) npsn: u32,
 }
@@ -286,7 +286,7 @@ impl<const N: usize> Sender<N> {
     }
 
     /// Hands a WQE to the sender, behind all earlier ones.
-    pub fn post(&mut self, wqe: SendWqe) -> Result<(), PostError> {
+    pub fn post(&mut self, wqe: PostedWqe) -> Result<(), PostError> {
         if self.dead {
             return Err(PostError::QpError);
         }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What goes into a [`Sender`] and what comes out: a posted WQE as plain values
-//! ([`SendWqe`]) and a request packet to transmit ([`TxPacket`]), with the WQE's header values
+//! ([`PostedWqe`]) and a request packet to transmit ([`TxPacket`]), with the WQE's header values
 //! ([`WqeHeaders`]) that [`TxPacket::spec`] turns into the packet's headers.
 //!
 //! [`Sender`]: super::Sender
@@ -13,11 +13,14 @@ use super::super::super::packet::PacketSpec;
 use super::super::super::psn::Psn;
 use super::WrOp;
 
-/// A send WQE as the sender needs it: plain values, no pointers.
+/// A send WQE posted to the sender, as it needs it: plain values, no pointers (the caller keeps
+/// the WQE itself, e.g. the validated [`uabi::SendWqe`], and its data).
+///
+/// [`uabi::SendWqe`]: super::super::super::uabi::SendWqe
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SendWqe {
+pub struct PostedWqe {
     /// Caller's handle for the WQE (e.g. its send queue index); returned in
-    /// [`TxPacket::id`] and [`Completion::id`](super::super::completer::Completion::id).
+    /// [`TxPacket::id`] and [`SendCompletion::id`](super::super::completer::SendCompletion::id).
     pub id: u32,
     /// Operation.
     pub op: WrOp,
@@ -49,7 +52,7 @@ pub struct WqeHeaders {
 /// One request packet to transmit, returned by [`Sender::next_packet`](super::Sender::next_packet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TxPacket {
-    /// The WQE this packet belongs to ([`SendWqe::id`]).
+    /// The WQE this packet belongs to ([`PostedWqe::id`]).
     pub id: u32,
     /// Opcode.
     pub opcode: Opcode,
