@@ -6,12 +6,27 @@
 #include <linux/netdevice.h>
 #include <linux/scatterlist.h>
 #include <linux/skbuff.h>
+#include <linux/vmalloc.h>
 #include <net/dst.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
 #ifdef CONFIG_RUST_RDMA_ABSTRACTIONS
+/*
+ * vmalloc_user(), charged to the caller's memory cgroup: a queue that a process sizes (up to
+ * the device's max_qp_wr) is that process's memory, as its pinned pages are. A failure is
+ * the caller's ENOMEM, not a kernel problem: no warning.
+ */
+__rust_helper void *rust_helper_rdma_vmalloc_user_account(unsigned long size)
+{
+	gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN;
+
+	return __vmalloc_node_range_noprof(size, SHMLBA, VMALLOC_START, VMALLOC_END, gfp,
+					   PAGE_KERNEL, VM_USERMAP, NUMA_NO_NODE,
+					   __builtin_return_address(0));
+}
+
 __rust_helper struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *piter)
 {
 	return sg_page_iter_page(piter);

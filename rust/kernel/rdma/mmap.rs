@@ -65,12 +65,16 @@ unsafe impl Sync for SharedBuffer {}
 impl SharedBuffer {
     /// Allocates a zeroed buffer of `size` bytes (rounded up to whole pages by the allocator)
     /// that is not mapped to userspace (for kernel consumers).
+    ///
+    /// The memory is charged to the caller's memory cgroup (`GFP_KERNEL_ACCOUNT`): a queue's
+    /// size is chosen by whoever creates it.
     pub fn new(size: usize) -> Result<Self> {
         if size == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: Any size is acceptable; the result is null or a zeroed allocation.
-        let buf = unsafe { bindings::vmalloc_user_noprof(size as c_ulong) };
+        // SAFETY: Any size is acceptable; the result is null or a zeroed `vmalloc_user()`
+        // allocation (`VM_USERMAP`), charged to the current memory cgroup.
+        let buf = unsafe { bindings::rdma_vmalloc_user_account(size as c_ulong) };
         let buf = NonNull::new(buf.cast::<u8>()).ok_or(ENOMEM)?;
         // INVARIANT: `buf` is a new allocation of `size` bytes; there is no entry.
         Ok(Self {

@@ -10,7 +10,8 @@
 //! implements them.
 
 use super::{
-    Device, DeviceAttrs, DriverId, LinkLayer, PortAttrs, PortImmutable, PortNum, StatDesc, UData,
+    Device, DeviceAttrs, DriverId, LinkLayer, PortAttrs, PortImmutable, PortNum, StatDesc,
+    UContext, UData,
 };
 use crate::{
     prelude::*,
@@ -85,6 +86,17 @@ pub trait Driver: Sized + Send + Sync + 'static {
         dev: &Device<Self>,
         udata: Option<&UData>,
     ) -> impl PinInit<Self::UContext, Error>;
+
+    /// Lets a device be removed while user contexts are open (`disassociate_ucontext`).
+    ///
+    /// When a device of a driver that implements this is unregistered (netdevice removal,
+    /// `rdma link del`, module unload), the core destroys every object of each open context
+    /// through the driver's destroy operations, as a process exit would, then calls this for
+    /// the context itself; the process's later verbs fail with `EIO`, and its uverbs file no
+    /// longer pins the module. Without it, unregistration waits until every process has
+    /// closed its file. Implement it (even empty) only if the objects' destroy operations
+    /// are all a context needs to let go of the device.
+    fn disassociate_ucontext(_ctx: &UContext<Self>) {}
 
     /// Initialises the driver data of a new protection domain.
     fn alloc_pd(dev: &Device<Self>, udata: Option<&UData>) -> impl PinInit<Self::Pd, Error>;

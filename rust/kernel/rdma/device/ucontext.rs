@@ -138,3 +138,16 @@ pub(super) unsafe fn dealloc<T: Driver>(uctx: *mut bindings::ib_ucontext) {
     // SAFETY: `data` is initialised (successful `alloc_ucontext`) and is not used again.
     unsafe { core::ptr::drop_in_place(&raw mut (*ctx).data) };
 }
+
+/// `disassociate_ucontext` trampoline body.
+///
+/// # Safety
+///
+/// `uctx` is a context of a `Device<T>` initialised by a successful `alloc_ucontext` and not
+/// deallocated yet (the core disassociates before it deallocates).
+pub(super) unsafe fn disassociate<T: Driver>(uctx: *mut bindings::ib_ucontext) {
+    // SAFETY: By the function's safety requirements, the context and its data are alive for
+    // the call; the core never moves it.
+    let ctx = unsafe { &*uctx.cast::<UContext<T>>() };
+    T::disassociate_ucontext(ctx);
+}

@@ -56,6 +56,11 @@ impl<T: Driver> DeviceVTable<T> {
         query_pkey: Some(Self::query_pkey_callback),
         alloc_ucontext: Some(Self::alloc_ucontext_callback),
         dealloc_ucontext: Some(Self::dealloc_ucontext_callback),
+        disassociate_ucontext: if T::HAS_DISASSOCIATE_UCONTEXT {
+            Some(Self::disassociate_ucontext_callback)
+        } else {
+            None
+        },
         dealloc_driver: Some(Self::dealloc_driver_callback),
         alloc_pd: Some(Self::alloc_pd_callback),
         dealloc_pd: Some(Self::dealloc_pd_callback),
@@ -260,6 +265,14 @@ impl<T: Driver> DeviceVTable<T> {
     unsafe extern "C" fn dealloc_ucontext_callback(uctx: *mut bindings::ib_ucontext) {
         // SAFETY: Forwarded from the core with the same contract.
         unsafe { ucontext::dealloc::<T>(uctx) };
+    }
+
+    /// # Safety
+    ///
+    /// See [`ucontext::disassociate`].
+    unsafe extern "C" fn disassociate_ucontext_callback(uctx: *mut bindings::ib_ucontext) {
+        // SAFETY: Forwarded from the core with the same contract.
+        unsafe { ucontext::disassociate::<T>(uctx) };
     }
 
     /// # Safety
