@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::sender::{completions, drain_poll, drain_tx, wqe};
+use common::sender::{completions, drain_poll, drain_tx, summary, wqe};
 use rrxe_proto::aeth::{Credits, NakCode, RnrTimer, Syndrome};
 use rrxe_proto::bth::Qpn;
 use rrxe_proto::opcode::{Opcode, QpType};
@@ -210,20 +210,7 @@ fn send_is_segmented_by_mtu() {
     s.post(wqe(6, WrOp::Send, 0)).unwrap();
     assert_eq!(s.next_psn(), Psn::new(2));
     let pkts = drain_tx(&mut s);
-    let got: Vec<_> = pkts
-        .iter()
-        .map(|p| {
-            (
-                p.id,
-                p.opcode,
-                p.psn.get(),
-                p.offset,
-                p.len,
-                p.ack_req,
-                p.solicited,
-            )
-        })
-        .collect();
+    let got = summary(&pkts);
     assert_eq!(
         got,
         [

@@ -1552,3 +1552,14 @@ fn completion_bytes() {
         }
     );
 }
+
+#[test]
+fn slot_wr_id_reads_any_slot_without_validating_it() {
+    use rrxe_proto::uabi::slot_wr_id;
+    let mut slot = [0xffu8; 64];
+    slot[..8].copy_from_slice(&0x1122_3344_5566_7788u64.to_le_bytes());
+    assert_eq!(slot_wr_id(&slot), 0x1122_3344_5566_7788);
+    assert_eq!(slot_wr_id(&slot[..8]), 0x1122_3344_5566_7788);
+    assert_eq!(slot_wr_id(&slot[..7]), 0);
+    assert_eq!(slot_wr_id(&[]), 0);
+}

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::sender::{completions, drain_poll, drain_tx, wqe};
+use common::sender::{completions, drain_poll, drain_tx, summary, wqe};
 use rrxe_proto::aeth::{Credits, NakCode, Syndrome};
 use rrxe_proto::bth::Qpn;
 use rrxe_proto::opcode::{AckReq, Opcode, Position, QpType};
@@ -14,7 +14,7 @@ use rrxe_proto::packet;
 use rrxe_proto::psn::{Msn, Psn};
 use rrxe_proto::rc::{
     PathMtu, PostError, Request, Responder, ResponderConfig, Response, SendAction, SendCompletion,
-    Sender, SenderConfig, Transport, TxPacket, WcStatus, WqeHeaders, WrOp,
+    Sender, SenderConfig, Transport, WcStatus, WqeHeaders, WrOp,
 };
 use rrxe_proto::uabi::WrOpcode;
 
@@ -30,22 +30,6 @@ fn uc_sender(psn: u32) -> Sender<8> {
 
 fn no_timers(actions: &[SendAction]) -> bool {
     actions.iter().all(|a| matches!(a, SendAction::Complete(_)))
-}
-
-fn summary(pkts: &[TxPacket]) -> Vec<(u32, Opcode, u32, u32, u32, bool, bool)> {
-    pkts.iter()
-        .map(|p| {
-            (
-                p.id,
-                p.opcode,
-                p.psn.get(),
-                p.offset,
-                p.len,
-                p.ack_req,
-                p.solicited,
-            )
-        })
-        .collect()
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! by rdma-core's rxe provider, which polls it without a system call; the producer index is
 //! the kernel's own ([`ProducedQueue`]). A kernel consumer's CQ holds `struct ib_wc` values. `ibv_req_notify_cq` arms a completion event under the CQ lock.
 
+use crate::fifo::Fifo;
 use crate::params::Charge;
 use crate::proto::uabi::{
     Completion, QueueGeometry, CACHE_LINE_SIZE, UPSTREAM_CQE_SIZE, UVERBS_WC_LEN,
@@ -41,7 +42,7 @@ enum Ring {
     User(ProducedQueue),
     /// A kernel consumer's CQ: the completions as `struct ib_wc` values, handed to
     /// `ib_poll_cq` as they are (never laid out in the user ABI and parsed back).
-    Kernel(WcRing),
+    Kernel(Fifo<Wc>),
 }
 
 struct CqState {
@@ -75,7 +76,7 @@ impl RrxeCq {
                 udata.respond(&mi)?;
                 Ring::User(ProducedQueue::new(queue))
             }
-            (None, _) => Ring::Kernel(WcRing::new(geo.capacity())?),
+            (None, _) => Ring::Kernel(Fifo::new(usize::try_from(geo.capacity())?)?),
             (Some(_), None) => return Err(EINVAL),
         };
         init.set_cqe(geo.capacity());
@@ -113,7 +114,7 @@ impl RrxeCq {
                 let mut cqe = [0u8; UVERBS_WC_LEN];
                 c.write(&mut cqe).is_ok() && q.push(&cqe).is_ok()
             }
-            Ring::Kernel(r) => r.push(kernel_wc(c, qp, net)),
+            Ring::Kernel(r) => r.push_back(kernel_wc(c, qp, net)).is_ok(),
         };
         if !appended {
             // A full CQ loses the completion: the consumer polls too slowly for the queue
@@ -142,7 +143,7 @@ impl RrxeCq {
         };
         let waiting = match &st.ring {
             Ring::User(q) => q.count()? != 0,
-            Ring::Kernel(r) => r.len != 0,
+            Ring::Kernel(r) => !r.is_empty(),
         };
         Ok(flags.report_missed() && waiting)
     }
@@ -152,7 +153,7 @@ impl RrxeCq {
         let _bh = BhGuard::new();
         let mut st = cq.data().state.lock();
         match &mut st.ring {
-            Ring::Kernel(r) => r.pop(),
+            Ring::Kernel(r) => r.pop_front(),
             Ring::User(_) => None,
         }
     }
@@ -208,59 +209,5 @@ fn kernel_wc(c: &Completion, qp: QpHandle, net: Option<NetworkType>) -> Wc {
         pkey_index: c.pkey_index,
         port_num: u32::from(c.port_num),
         network_hdr_type: net,
-    }
-}
-
-/// A kernel consumer's completions, oldest first, in a ring allocated at creation.
-///
-/// # Invariants
-///
-/// `head < slots.len()` (or both are 0) and `len <= slots.len()`.
-struct WcRing {
-    slots: KVVec<Wc>,
-    head: usize,
-    len: usize,
-}
-
-impl WcRing {
-    fn new(capacity: u32) -> Result<Self> {
-        let n = usize::try_from(capacity)?;
-        let mut slots = KVVec::with_capacity(n, GFP_KERNEL)?;
-        for _ in 0..n {
-            slots.push(Wc::default(), GFP_KERNEL)?;
-        }
-        Ok(Self {
-            slots,
-            head: 0,
-            len: 0,
-        })
-    }
-
-    /// Appends `wc`; `false` if the ring is full.
-    fn push(&mut self, wc: Wc) -> bool {
-        let cap = self.slots.len();
-        if self.len >= cap {
-            return false;
-        }
-        let i = (self.head + self.len) % cap;
-        match self.slots.get_mut(i) {
-            Some(s) => {
-                *s = wc;
-                self.len += 1;
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Takes the oldest completion.
-    fn pop(&mut self) -> Option<Wc> {
-        if self.len == 0 {
-            return None;
-        }
-        let wc = *self.slots.get(self.head)?;
-        self.head = (self.head + 1) % self.slots.len();
-        self.len -= 1;
-        Some(wc)
     }
 }

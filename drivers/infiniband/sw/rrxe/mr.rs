@@ -102,7 +102,7 @@ impl RrxeMr {
                     pd_id: pd.data().id,
                     key,
                 },
-                GFP_KERNEL,
+                GFP_KERNEL_ACCOUNT,
             )?)
         })?;
         let key = inner.key;
@@ -148,14 +148,6 @@ impl RrxeMr {
 
 #[kunit_tests(rrxe_mr)]
 mod tests {
-    #![allow(
-        clippy::expect_used,
-        clippy::indexing_slicing,
-        clippy::panic,
-        clippy::unreachable,
-        clippy::unwrap_used
-    )]
-
     use crate::proto::target::{rights, Access, AccessError, Region};
 
     /// Every key resolution of the data path goes through `Region::check`: the PD, the

@@ -127,14 +127,6 @@ impl Drop for Charge {
 
 #[kunit_tests(rrxe_params)]
 mod tests {
-    #![allow(
-        clippy::expect_used,
-        clippy::indexing_slicing,
-        clippy::panic,
-        clippy::unreachable,
-        clippy::unwrap_used
-    )]
-
     use super::*;
 
     #[test]

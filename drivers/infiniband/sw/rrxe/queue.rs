@@ -189,14 +189,6 @@ const MAX_ELEM_COPY: usize = 128;
 
 #[kunit_tests(rrxe_queue)]
 mod tests {
-    #![allow(
-        clippy::expect_used,
-        clippy::indexing_slicing,
-        clippy::panic,
-        clippy::unreachable,
-        clippy::unwrap_used
-    )]
-
     use super::*;
     use crate::proto::uabi::{CACHE_LINE_SIZE, QUEUE_DATA_OFFSET};
 
@@ -217,14 +209,14 @@ mod tests {
         assert_eq!(q.count()?, 3);
         let mut e = [0u8; 1];
         q.queue.buf.read(QUEUE_DATA_OFFSET, &mut e)?;
-        assert_eq!(e[0], 4);
+        assert_eq!(e, [4]);
         // The producer index in the buffer is only published, never read back: a consumer
         // that rewrites it does not move the kernel's.
         q.queue.buf.store_release(PRODUCER_INDEX_OFFSET, 0)?;
         q.queue.buf.store_release(CONSUMER_INDEX_OFFSET, 0)?;
         q.push(&[5; 48])?;
         q.queue.buf.read(QUEUE_DATA_OFFSET + 64, &mut e)?;
-        assert_eq!(e[0], 5);
+        assert_eq!(e, [5]);
         // A hostile consumer index is refused, never trusted as is.
         q.queue
             .buf
@@ -252,7 +244,7 @@ mod tests {
         let mut e = [0u8; 1];
         for (i, want) in [1u8, 2, 3].into_iter().enumerate() {
             r.queue.buf.read(QUEUE_DATA_OFFSET + 64 * i, &mut e)?;
-            assert_eq!(e[0], want);
+            assert_eq!(e, [want]);
         }
         r.push(&[4; 48])?;
         assert_eq!(r.count()?, 4);

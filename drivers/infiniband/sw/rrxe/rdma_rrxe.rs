@@ -8,7 +8,8 @@
 //!
 //! Files:
 //! - `rdma_rrxe.rs`: the module: link type, driver fence, netdevice events.
-//! - `device.rs`: device creation and the device-level verbs (queries, user contexts).
+//! - `device/`: the device: creation and the netdevice it runs on (`mod.rs`), what its
+//!   objects share (`shared.rs`), and the verbs ib_core calls (`verbs.rs`).
 //! - `params.rs`: device limits, object counters, netdevice-to-RDMA mappings (MTU, GUID).
 //! - `queue.rs`: the rxe shared queue (ring in memory mapped by the user provider).
 //! - `pd.rs`: protection domains.
@@ -20,13 +21,16 @@
 //! - `qp.rs`: queue pairs: creation, attribute checks, modify, query, destroy.
 //! - `engine/`: a QP's data path, by role: requester (`req.rs`), responder (`resp.rs`),
 //!   datagrams (`ud.rs`), completions (`comp.rs`), the key resolver (`mem.rs`),
-//!   transmission (`xmit.rs`), kernel consumers' posting (`post.rs`).
+//!   transmission (`xmit.rs`), the responder's queued replies (`replies.rs`), kernel
+//!   consumers' posting (`post.rs`).
 //! - `proto/`: the RoCEv2 wire core (headers, opcode table, ICRC, PSN, target selection),
 //!   `core`-only, shared with the host crate `tools/rrxe`.
+//! - `fifo.rs`: a bounded FIFO allocated once (kernel CQs, the responder's queued replies).
 //! - `wire.rs`: glue between the wire core and the kernel (ICRC with the kernel's crc32).
+//! - `rc_kunit.rs`: KUnit suite running the wire core's RC machines inside the kernel.
 
 // No path a packet or a user can reach may panic: the driver is held to what the wire core
-// (`proto`) is held to. KUnit suites opt out in their own modules.
+// (`proto`) is held to, and so are its KUnit suites (they fail with `?` and `assert!`).
 #![deny(
     clippy::expect_used,
     clippy::indexing_slicing,
@@ -47,6 +51,7 @@ mod ah;
 mod cq;
 mod device;
 mod engine;
+mod fifo;
 mod mr;
 mod net;
 mod params;

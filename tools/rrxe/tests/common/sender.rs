@@ -3,6 +3,7 @@
 //! Helpers for the tests that drive a [`Sender`]: WQEs to post, and the packets and actions it
 //! returns, collected.
 
+use rrxe_proto::opcode::Opcode;
 use rrxe_proto::rc::{PostedWqe, SendAction, SendCompletion, Sender, TxPacket, WcStatus, WrOp};
 
 /// A solicited, unfenced WQE.
@@ -33,6 +34,26 @@ pub fn completions(actions: &[SendAction]) -> Vec<(u32, WcStatus)> {
         .filter_map(|a| match a {
             SendAction::Complete(SendCompletion { id, status, .. }) => Some((*id, *status)),
             _ => None,
+        })
+        .collect()
+}
+
+/// What a test compares of each packet: WQE id, opcode, PSN, offset, length, AckReq, SE.
+pub type PacketSummary = (u32, Opcode, u32, u32, u32, bool, bool);
+
+/// The [`PacketSummary`] of each of `pkts`.
+pub fn summary(pkts: &[TxPacket]) -> Vec<PacketSummary> {
+    pkts.iter()
+        .map(|p| {
+            (
+                p.id,
+                p.opcode,
+                p.psn.get(),
+                p.offset,
+                p.len,
+                p.ack_req,
+                p.solicited,
+            )
         })
         .collect()
 }

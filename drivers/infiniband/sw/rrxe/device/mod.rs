@@ -142,12 +142,16 @@ impl RrxeDev {
 
     /// Stops a key index from resolving and frees it.
     pub(crate) fn free_mr_index(&self, index: u32) {
-        let _guard = self.mr_lock.lock();
         let old = {
+            let _guard = self.mr_lock.lock();
             let _bh = BhGuard::new();
             let mut xa = self.shared.mrs.lock();
             xa.remove(index as usize)
         };
+        // The grace period is waited for outside `mr_lock`: registrations and other
+        // deregistrations on the device go on meanwhile. The index may be taken again at
+        // once (with a fresh random key byte); the old region stays this
+        // function's until it is dropped below.
         if old.is_some() {
             // The data path may still be copying to or from the region on another CPU, in a
             // section with bottom halves disabled: wait for it before unpinning.

@@ -20,8 +20,8 @@ use kernel::rdma::{
     cq::{Cq, CqInit, NotifyFlags},
     device::{
         core_cap, kernel_cap, port_cap, AtomicCap, Device, DeviceAttrs, Driver, DriverId,
-        LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState, StatDesc, UData,
-        MGMT_MAD_SIZE,
+        LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState, StatDesc,
+        UContext, UData, MGMT_MAD_SIZE,
     },
     mr::{AccessFlags, Mr, MrKeys, UserMrReq},
     pd::Pd,
@@ -140,6 +140,13 @@ impl Driver for Rrxe {
         // The rxe ABI passes no data with the context; librxe sends none and reads none.
         Ok::<_, Error>(RrxeUContext)
     }
+
+    /// The device goes away under open contexts (netdevice removal, `rdma link del`,
+    /// unload): the core has destroyed every object of the context, through the same
+    /// destroy operations as a process exit, and nothing else holds the device. The rings
+    /// the process mapped stay mapped, their pages held by the mapping (not zapped: the
+    /// core zaps only mappings made through `rdma_user_mmap_io`), with nothing behind them.
+    fn disassociate_ucontext(_ctx: &UContext<Self>) {}
 
     fn alloc_pd(dev: &Device<Self>, _udata: Option<&UData>) -> impl PinInit<RrxePd, Error> {
         let data = dev.data();

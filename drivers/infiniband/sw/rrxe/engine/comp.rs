@@ -7,10 +7,10 @@
 //! ([`Events`]). Entering ERR ([`QpShared::enter_error`]) completes everything in flight
 //! and everything posted with [`WcStatus::WrFlushErr`], after the completions already due.
 
-use super::{raw_wr_id, Engine, Events, QpShared, WQE_BUDGET};
+use super::{Engine, Events, QpShared, WQE_BUDGET};
 use crate::net::PortCounter;
 use crate::proto::rc::{responder::RecvCompletion, SendAction, WcStatus};
-use crate::proto::uabi::{Completion, WcEx};
+use crate::proto::uabi::{slot_wr_id, Completion, WcEx};
 use kernel::rdma::{qp::QpState, wr::NetworkType};
 
 /// Which CQ of the QP a completion goes to.
@@ -34,7 +34,7 @@ impl QpShared {
             (None, _) => e
                 .shadow
                 .slot(id)
-                .map(|copy| Completion::send_error(raw_wr_id(copy), status, self.qpn)),
+                .map(|copy| Completion::send_error(slot_wr_id(copy), status, self.qpn)),
         };
         if let Some(c) = cqe {
             self.post_cqe(ev, CqSide::Send, &c, false);
@@ -54,7 +54,7 @@ impl QpShared {
             if let Ok(Some(slot)) = e.sqs.next_to_start(prod) {
                 let mut hdr = [0u8; 8];
                 let wr_id = match self.sq.read_prefix(&slot, &mut hdr) {
-                    Ok(()) => raw_wr_id(&hdr),
+                    Ok(()) => slot_wr_id(&hdr),
                     Err(_) => 0,
                 };
                 let c = Completion::send_error(wr_id, status, self.qpn);
@@ -71,7 +71,7 @@ impl QpShared {
 
     /// Completes the current receive WQE as the responder says.
     pub(super) fn complete_recv(&self, e: &mut Engine, ev: &mut Events, rc: &RecvCompletion) {
-        let wr_id = raw_wr_id(&e.rwqe);
+        let wr_id = slot_wr_id(&e.rwqe);
         let c = if rc.status == WcStatus::Success {
             let ex = match (rc.imm, rc.inv_rkey) {
                 (Some(imm), _) => WcEx::Imm(imm),
@@ -133,7 +133,7 @@ impl QpShared {
             }
         }
         if e.resp.flush() {
-            let c = Completion::send_error(raw_wr_id(&e.rwqe), WcStatus::WrFlushErr, self.qpn);
+            let c = Completion::send_error(slot_wr_id(&e.rwqe), WcStatus::WrFlushErr, self.qpn);
             self.post_cqe(ev, CqSide::Recv, &c, false);
         }
         self.flush_queues(e, ev);
@@ -155,7 +155,7 @@ impl QpShared {
                 break;
             };
             let wr_id = match self.sq.read_prefix(&slot, &mut hdr) {
-                Ok(()) => raw_wr_id(&hdr),
+                Ok(()) => slot_wr_id(&hdr),
                 Err(_) => 0,
             };
             if e.sqs.mark_started(prod).is_err() {
@@ -181,7 +181,7 @@ impl QpShared {
                 break;
             };
             let wr_id = match rq.read_prefix(&slot, &mut hdr) {
-                Ok(()) => raw_wr_id(&hdr),
+                Ok(()) => slot_wr_id(&hdr),
                 Err(_) => 0,
             };
             let Ok(p) = rqc.advance(prod) else {

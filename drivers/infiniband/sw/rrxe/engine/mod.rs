@@ -199,6 +199,13 @@ pub(crate) struct Engine {
     ud_psn: Psn,
 }
 
+impl Engine {
+    /// Returns the QP state as the wire core names it (RESET before the first modify).
+    pub(super) fn state(&self) -> qp_state::QpState {
+        wire_state(self.attrs.state.unwrap_or(QpState::Reset))
+    }
+}
+
 /// Completion events to raise once the engine lock is dropped.
 #[derive(Default)]
 struct Events {
@@ -273,7 +280,7 @@ fn responder_config(a: &QpAttrs) -> ResponderConfig {
 fn new_sender(a: &QpAttrs, qp_type: WireQpType) -> Result<KBox<Sender<SQ_SLOTS>>> {
     Ok(KBox::new(
         Sender::new(sender_config(a, qp_type)),
-        GFP_KERNEL,
+        GFP_KERNEL_ACCOUNT,
     )?)
 }
 
@@ -286,20 +293,13 @@ const RD_ATOM: usize = params::MAX_QP_RD_ATOM as usize;
 fn new_responder(a: &QpAttrs) -> Result<KBox<Responder<RD_ATOM>>> {
     Ok(KBox::new(
         Responder::with_resources(responder_config(a)),
-        GFP_KERNEL,
+        GFP_KERNEL_ACCOUNT,
     )?)
 }
 
 /// Returns a zeroed buffer of `len` bytes.
 fn zeroed_buf(len: usize) -> Result<KVVec<u8>> {
-    Ok(KVVec::from_elem(0u8, len, GFP_KERNEL)?)
-}
-
-/// The work request id of a WQE slot copy (its first eight bytes), for flushing a WQE that
-/// may not validate.
-pub(super) fn raw_wr_id(slot: &[u8]) -> u64 {
-    slot.first_chunk::<8>()
-        .map_or(0, |b| u64::from_le_bytes(*b))
+    Ok(KVVec::from_elem(0u8, len, GFP_KERNEL_ACCOUNT)?)
 }
 
 impl QpShared {
@@ -311,7 +311,7 @@ impl QpShared {
         let eng = Engine {
             sender: new_sender(&s.attrs, s.qp_type)?,
             resp: new_responder(&s.attrs)?,
-            replies: ReplyQueue::new()?,
+            replies: replies::new_queue()?,
             sqs: SendQueueState::new(sq_geo),
             rqc: s.rq.as_ref().map(|q| KernelConsumer::new(q.geometry())),
             sq_params: SendQueueParams {
@@ -368,7 +368,7 @@ impl QpShared {
                 kernel: s.kernel,
                 handle: s.handle,
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )
     }
 
@@ -417,7 +417,19 @@ impl QpShared {
     pub(crate) fn query(&self) -> (QpAttrs, QpCaps) {
         let _bh = BhGuard::new();
         let e = self.eng.lock();
-        (e.attrs, e.caps)
+        let mut a = e.attrs;
+        // The PSNs where the connection is now, as `rxe_qp_to_attr` reports them: the
+        // next request the requester sends and the next one the responder expects.
+        if self.qp_type != WireQpType::Ud {
+            let state = e.state();
+            if state.transmits() {
+                a.sq_psn = e.sender.next_psn().get();
+            }
+            if state.accepts_requests() {
+                a.rq_psn = e.resp.expected_psn().get();
+            }
+        }
+        (a, e.caps)
     }
 
     /// Applies checked `modify_qp` attributes: `merge` copies them into the current ones and
@@ -507,16 +519,16 @@ impl QpShared {
 
     /// The send doorbell (`ibv_post_send`): start the WQEs userspace posted.
     pub(crate) fn doorbell(&self) -> Result {
-        self.with_engine(|this, e, ev| match e.attrs.state {
-            Some(QpState::Rts | QpState::Sqd) if this.kernel.is_some() => {
+        self.with_engine(|this, e, ev| match e.state() {
+            s if s.transmits() && this.kernel.is_some() => {
                 this.kick.queue(this);
                 Ok(())
             }
-            Some(QpState::Rts | QpState::Sqd) => {
+            s if s.transmits() => {
                 this.pump(e, ev);
                 Ok(())
             }
-            Some(QpState::Err) => {
+            qp_state::QpState::Err => {
                 this.flush_queues(e, ev);
                 Ok(())
             }
@@ -563,9 +575,9 @@ impl QpShared {
             let mut e = self.eng.lock();
             let e = &mut *e;
             expired(&mut e.sender);
-            match e.attrs.state {
-                Some(QpState::Rts | QpState::Sqd) => self.pump(e, &mut ev),
-                Some(QpState::Err) => self.flush_queues(e, &mut ev),
+            match e.state() {
+                s if s.transmits() => self.pump(e, &mut ev),
+                qp_state::QpState::Err => self.flush_queues(e, &mut ev),
                 _ => {}
             }
             self.send_replies(e);

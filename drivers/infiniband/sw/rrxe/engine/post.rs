@@ -1,10 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Kernel consumers' work requests: `ib_post_send` and `ib_post_recv` lay a work request
-//! out as an rxe WQE in the QP's ring, from where the data path takes it like a user's.
+//! out as an rxe WQE in the QP's ring, from where the data path takes it like a user's (as
+//! `rdma_rxe` does). The WQE is validated at post time, so that a work request the QP
+//! cannot carry out fails `ib_post_send` instead of completing in error; an
+//! `IB_SEND_INLINE` send's payload is copied into the WQE then, through the same key
+//! resolution as every other local access.
 
 use super::QpShared;
-use crate::proto::uabi::{self, KernelProducer, RxeRecvWqeFields, RxeSendWqeFields, RxeSgeFields};
+use crate::mr::Need;
+use crate::proto::{
+    opcode::QpType,
+    rc::{Transport, WrOp},
+    uabi::{
+        self, KernelProducer, RxeRecvWqeFields, RxeSendWqeFields, RxeSgeFields, SendFlags, WrOpcode,
+    },
+};
 use kernel::prelude::*;
 use kernel::rdma::{qp::QpState, wr::Sge};
 
@@ -15,10 +26,39 @@ impl QpShared {
             if sges.len() > usize::try_from(e.caps.max_send_sge)? {
                 return Err(EINVAL);
             }
+            let inline = wqe.wr.send_flags & SendFlags::INLINE != 0;
+            if inline {
+                // Refused here, not with an error completion later (`ib_post_send` fails).
+                let op = WrOpcode::from_raw(wqe.wr.opcode).ok_or(EINVAL)?;
+                if !op.inline_allowed() || wqe.dma.length > e.caps.max_inline_data {
+                    return Err(EINVAL);
+                }
+            }
             let p = e.posting.as_mut().ok_or(EINVAL)?;
             let buf = lay_out(&mut p.buf, this.sq.geometry().elem_size())?;
             wqe.write(buf).map_err(|_| EINVAL)?;
-            write_sges_to(buf, uabi::SEND_WQE_DATA_OFFSET, sges)?;
+            if inline {
+                // The payload is copied now: the consumer may reuse its buffers as soon as
+                // `ib_post_send` returns.
+                this.copy_inline(buf, sges)?;
+            } else {
+                write_sges_to(buf, uabi::SEND_WQE_DATA_OFFSET, sges)?;
+            }
+            // A work request the QP cannot carry out is refused by `ib_post_send` (the core
+            // points `bad_wr` at it), not completed in error later: the same validation the
+            // data path applies, and the operations this QP's transport has.
+            {
+                let checked = uabi::validate_send_wqe(buf, &e.sq_params).map_err(|_| EINVAL)?;
+                let op = WrOp::from_wr_opcode(checked.opcode()).ok_or(EINVAL)?;
+                let carried = match this.qp_type {
+                    QpType::Ud => matches!(op, WrOp::Send | WrOp::SendWithImm),
+                    QpType::Uc => op.allowed_on(Transport::Uc),
+                    _ => op.allowed_on(Transport::Rc),
+                };
+                if !carried {
+                    return Err(EINVAL);
+                }
+            }
             // A full ring is the consumer's to wait on (`ib_post_send` says ENOMEM).
             this.sq.produce(&mut p.sq, buf).map_err(|_| ENOMEM)
         })
@@ -42,6 +82,23 @@ impl QpShared {
             }
             Ok(())
         })
+    }
+}
+
+impl QpShared {
+    /// Copies the bytes `sges` name (each resolved for a local read, as the data path
+    /// would) into the inline data area of the WQE being laid out in `buf`.
+    fn copy_inline(&self, buf: &mut [u8], sges: &[Sge]) -> Result {
+        let mut off = uabi::SEND_WQE_DATA_OFFSET;
+        for s in sges {
+            let n = usize::try_from(s.length())?;
+            let end = off.checked_add(n).ok_or(EINVAL)?;
+            let dst = buf.get_mut(off..end).ok_or(EINVAL)?;
+            self.resolve(s.lkey(), s.addr(), s.length(), Need::LocalRead)?
+                .read(0, dst)?;
+            off = end;
+        }
+        Ok(())
     }
 }
 

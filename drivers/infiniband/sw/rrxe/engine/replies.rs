@@ -26,13 +26,13 @@
 //! responses, and the requester's retry then draws the NAK.
 
 use super::{mem::Mem, path_mtu, xmit::PKEY, Engine, QpShared};
+use crate::fifo::Fifo;
 use crate::mr::Need;
 use crate::net::PortCounter;
 use crate::proto::{
     psn::Msn,
     rc::{AtomicReply, ReadReply, Reply},
 };
-use kernel::alloc::KVVec;
 use kernel::prelude::*;
 
 /// Response packets a QP sends per run (receive softirq, BH work or timer).
@@ -62,93 +62,18 @@ pub(super) enum Queued {
     },
 }
 
-/// A bounded FIFO of [`Queued`] responses.
-///
-/// # Invariants
-///
-/// `len <= ring.len()`, and `head < ring.len()` (or both are zero).
-pub(super) struct ReplyQueue {
-    ring: KVVec<Option<Queued>>,
-    head: usize,
-    len: usize,
+/// The responses waiting to be sent, oldest first, in at most [`CAPACITY`] entries.
+pub(super) type ReplyQueue = Fifo<Queued>;
+
+/// Returns an empty reply queue.
+pub(super) fn new_queue() -> Result<ReplyQueue> {
+    Fifo::new(CAPACITY)
 }
 
-impl ReplyQueue {
-    /// Returns an empty queue.
-    pub(super) fn new() -> Result<Self> {
-        Ok(Self {
-            ring: KVVec::from_elem(None, CAPACITY, GFP_KERNEL)?,
-            head: 0,
-            len: 0,
-        })
-    }
-
-    /// Returns whether nothing is queued.
-    pub(super) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Forgets everything queued (the QP was reset or failed).
-    pub(super) fn clear(&mut self) {
-        self.ring.iter_mut().for_each(|q| *q = None);
-        self.head = 0;
-        self.len = 0;
-    }
-
-    /// Returns the index in `ring` of the `i`-th queued entry.
-    fn at(&self, i: usize) -> usize {
-        let n = self.ring.len().max(1);
-        self.head.wrapping_add(i) % n
-    }
-
-    /// Returns the oldest entry.
-    fn front_mut(&mut self) -> Option<&mut Queued> {
-        if self.len == 0 {
-            return None;
-        }
-        let i = self.head;
-        self.ring.get_mut(i)?.as_mut()
-    }
-
-    /// Drops the oldest entry.
-    fn pop_front(&mut self) {
-        if self.len == 0 {
-            return;
-        }
-        if let Some(q) = self.ring.get_mut(self.head) {
-            *q = None;
-        }
-        self.head = self.at(1);
-        self.len -= 1;
-    }
-
-    /// Returns the newest entry.
-    fn back_mut(&mut self) -> Option<&mut Queued> {
-        let i = self.at(self.len.checked_sub(1)?);
-        self.ring.get_mut(i)?.as_mut()
-    }
-
-    /// Appends `q`; `Err` if the queue is full.
-    fn push_back(&mut self, q: Queued) -> core::result::Result<(), ()> {
-        if self.len >= self.ring.len() {
-            return Err(());
-        }
-        let i = self.at(self.len);
-        *self.ring.get_mut(i).ok_or(())? = Some(q);
-        self.len += 1;
-        Ok(())
-    }
-
-    /// Returns the queued READ whose responses carry MSN `rd.msn`, if any.
-    fn read_mut(&mut self, rd: &ReadReply) -> Option<&mut Queued> {
-        let (head, len, n) = (self.head, self.len, self.ring.len().max(1));
-        self.ring
-            .iter_mut()
-            .enumerate()
-            .filter(|(i, _)| i.wrapping_add(n).wrapping_sub(head) % n < len)
-            .filter_map(|(_, q)| q.as_mut())
-            .find(|q| matches!(q, Queued::Read { rd: old, .. } if old.msn == rd.msn))
-    }
+/// Returns the queued READ whose responses carry MSN `rd.msn`, if any.
+fn read_mut<'a>(q: &'a mut ReplyQueue, rd: &ReadReply) -> Option<&'a mut Queued> {
+    q.iter_mut()
+        .find(|q| matches!(q, Queued::Read { rd: old, .. } if old.msn == rd.msn))
 }
 
 impl QpShared {
@@ -189,7 +114,7 @@ impl QpShared {
         } else {
             Some(self.resolve(rd.rkey, rd.va, rd.len, Need::RemoteRead)?)
         };
-        if let Some(q) = e.replies.read_mut(&rd) {
+        if let Some(q) = read_mut(&mut e.replies, &rd) {
             // A duplicate of a READ still being answered: restart it from the duplicate's
             // PSN (its responses before that arrived, or the requester would ask earlier).
             *q = Queued::Read { rd, next: 0 };

@@ -17,17 +17,17 @@
 //!
 //! [`Transport::Uc`]: crate::proto::rc::Transport::Uc
 
-use super::{xmit::PKEY, Engine, Events, QpShared, SQ_SLOTS};
+use super::{replies::TX_WAIT_US, xmit::PKEY, Engine, Events, QpShared, SQ_SLOTS};
 use crate::mr::Need;
+use crate::net::PortCounter;
 use crate::proto::{
     opcode::QpType as WireQpType,
     packet::Packet,
     rc::{Deliver, PostedWqe, Response, SendAction, TxPacket, WcStatus, WqeHeaders, WrOp},
-    uabi::{self, CheckedSendWqe, SendData, SendFlags, SendOp, SendQueueParams, SendWqe, WrOpcode},
+    uabi::{self, CheckedSendWqe, SendData, SendFlags, SendOp, SendQueueParams, SendWqe},
 };
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
-use kernel::rdma::qp::QpState;
 
 /// Copies of the send WQEs in flight: `SQ_SLOTS` slots of the send queue's element size,
 /// used as a ring in posting order, each with the WQE as validated from it
@@ -46,8 +46,8 @@ impl Shadow {
     pub(super) fn new(elem: usize) -> Result<Self> {
         let len = SQ_SLOTS.checked_mul(elem).ok_or(EINVAL)?;
         Ok(Self {
-            buf: KVVec::from_elem(0u8, len, GFP_KERNEL)?,
-            wqes: KVVec::from_elem(None, SQ_SLOTS, GFP_KERNEL)?,
+            buf: KVVec::from_elem(0u8, len, GFP_KERNEL_ACCOUNT)?,
+            wqes: KVVec::from_elem(None, SQ_SLOTS, GFP_KERNEL_ACCOUNT)?,
             elem,
             next: 0,
         })
@@ -96,6 +96,9 @@ impl Shadow {
     }
 }
 
+/// Request packets a QP sends per run (doorbell, receive softirq, BH work or timer).
+const TX_BUDGET: u32 = 64;
+
 impl QpShared {
     /// Moves posted WQEs into the sender, transmits what it allows and carries out its
     /// actions, until nothing is left to do.
@@ -105,10 +108,25 @@ impl QpShared {
             return;
         }
         self.fill_sender(e);
+        // At most `TX_BUDGET` packets per run (a UC sender's window does not bound it: a
+        // packet handed out is done); the QP's BH work carries on.
+        let mut budget = TX_BUDGET;
         while let Some(p) = e.sender.next_packet() {
-            // A packet that cannot be sent is lost: the retransmit timer recovers (RC).
             let sent = self.send_request(e, &p);
+            if sent == Err(ENOBUFS) && e.sender.unsend(&p) {
+                // The transmit queue is full: the packet waits, and the QP with it, for
+                // `tx_wait` (not the retransmit timer: nothing was lost).
+                self.dev.stats.inc(PortCounter::TxPaused);
+                self.tx_wait.arm_after_us(self, TX_WAIT_US);
+                break;
+            }
+            // Any other failure loses the packet: the retransmit timer recovers it (RC).
             self.count_sent(sent, p.retransmit);
+            budget -= 1;
+            if budget == 0 {
+                self.kick.queue(self);
+                break;
+            }
         }
         self.drain_actions(e, ev);
         if e.sq_error.is_some() && e.sender.is_idle() {
@@ -174,18 +192,7 @@ impl QpShared {
     /// names; returns what the sender needs of it.
     fn check_send_wqe(&self, e: &mut Engine, id: u32) -> core::result::Result<PostedWqe, WcStatus> {
         let wqe = e.shadow.check(id, &e.sq_params)?;
-        let op = match wqe.opcode() {
-            WrOpcode::Send => WrOp::Send,
-            WrOpcode::SendWithImm => WrOp::SendWithImm,
-            WrOpcode::SendWithInv => WrOp::SendWithInv,
-            WrOpcode::RdmaWrite => WrOp::Write,
-            WrOpcode::RdmaWriteWithImm => WrOp::WriteWithImm,
-            WrOpcode::RdmaRead => WrOp::Read,
-            WrOpcode::AtomicCmpAndSwp => WrOp::CompareSwap,
-            WrOpcode::AtomicFetchAndAdd => WrOp::FetchAdd,
-            // Local operations, memory windows, FLUSH and ATOMIC WRITE are not carried out.
-            _ => return Err(WcStatus::LocQpOpErr),
-        };
+        let op = WrOp::from_wr_opcode(wqe.opcode()).ok_or(WcStatus::LocQpOpErr)?;
         // READ and atomic results are written into the local buffers.
         let need = if op.is_read_or_atomic() {
             Need::LocalWrite
@@ -291,7 +298,7 @@ impl QpShared {
 
     /// Takes a response (ACK, NAK, READ response, atomic ACK) for the requester.
     pub(super) fn on_response(&self, e: &mut Engine, ev: &mut Events, pkt: &Packet<'_>) -> bool {
-        if !matches!(e.attrs.state, Some(QpState::Rts | QpState::Sqd)) {
+        if !e.state().accepts_responses() {
             return false;
         }
         let Some(r) = Response::from_packet(pkt) else {

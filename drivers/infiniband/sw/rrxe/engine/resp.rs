@@ -25,15 +25,11 @@ use crate::proto::{
     uabi,
 };
 use kernel::prelude::*;
-use kernel::rdma::qp::QpState;
 
 impl QpShared {
     /// Takes a request (SEND, WRITE, READ, atomic) for the responder.
     pub(super) fn on_request(&self, e: &mut Engine, ev: &mut Events, pkt: &Packet<'_>) -> bool {
-        if !matches!(
-            e.attrs.state,
-            Some(QpState::Rtr | QpState::Rts | QpState::Sqd)
-        ) {
+        if !e.state().accepts_requests() {
             return false;
         }
         let req = Request::from_packet(pkt);

@@ -7,7 +7,7 @@
 //! device's AH table) and Q_Key; the datagram must fit the path MTU. A datagram is received
 //! only with the QP's Q_Key; without a posted receive it is dropped, as on a wire.
 
-use super::{comp::CqSide, path_mtu, raw_wr_id, xmit::PKEY, Engine, Events, QpShared, WQE_BUDGET};
+use super::{comp::CqSide, path_mtu, xmit::PKEY, Engine, Events, QpShared, WQE_BUDGET};
 use crate::net::PortCounter;
 use crate::proto::{
     bth::{BthFields, Qpn},
@@ -17,10 +17,10 @@ use crate::proto::{
     opcode::{Op, Opcode},
     packet::{Packet, PacketSpec},
     rc::WcStatus,
-    uabi::{Completion, SendData, SendFlags, SendOp, UdAddress, WcEx},
+    uabi::{slot_wr_id, Completion, SendData, SendFlags, SendOp, UdAddress, WcEx},
 };
 use kernel::prelude::*;
-use kernel::rdma::{qp::QpState, wr::NetworkType};
+use kernel::rdma::wr::NetworkType;
 
 /// Length of the GRH in front of a UD receive's payload (for IPv4, 20 zero bytes and the
 /// IPv4 header).
@@ -136,10 +136,7 @@ impl QpShared {
         pkt: &Packet<'_>,
         ip: &IpHdr<'_>,
     ) -> bool {
-        if !matches!(
-            e.attrs.state,
-            Some(QpState::Rtr | QpState::Rts | QpState::Sqd)
-        ) {
+        if !e.state().accepts_requests() {
             return false;
         }
         let Some(deth) = pkt.deth else {
@@ -174,7 +171,7 @@ impl QpShared {
                 let _ = rq.publish(p);
             }
         }
-        let wr_id = raw_wr_id(&e.rwqe);
+        let wr_id = slot_wr_id(&e.rwqe);
         let placed = fits
             && self.scatter(e, 0, &grh).is_ok()
             && self.scatter(e, GRH_LEN as u32, pkt.payload).is_ok();

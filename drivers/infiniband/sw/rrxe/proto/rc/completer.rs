@@ -407,7 +407,7 @@ impl<const N: usize> Sender<N> {
     }
 
     /// Returns the slot whose PSN range holds `psn`, among those not yet acknowledged.
-    fn slot_of(&self, psn: Psn) -> Option<Slot> {
+    pub(super) fn slot_of(&self, psn: Psn) -> Option<Slot> {
         let mut off = self.done;
         while let Some(slot) = self.slot(off) {
             if slot.contains(psn) {

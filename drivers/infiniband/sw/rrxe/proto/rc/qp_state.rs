@@ -33,9 +33,9 @@ pub enum QpState {
     Err = 6,
 }
 
-#[cfg(rrxe_host)]
 impl QpState {
     /// Converts the kernel's `enum ib_qp_state` value.
+    #[cfg(rrxe_host)]
     pub const fn from_raw(v: u8) -> Option<Self> {
         Some(match v {
             0 => Self::Reset,
@@ -60,19 +60,28 @@ impl QpState {
         matches!(self, Self::Rts | Self::Sqd | Self::Sqe)
     }
 
+    /// Returns `true` if the requester transmits: RTS, and SQD, where it finishes the WQEs
+    /// it started (IBA 10.3.1.3).
+    pub const fn transmits(self) -> bool {
+        matches!(self, Self::Rts | Self::Sqd)
+    }
+
     /// Returns `true` if `post_send` is accepted (rxe: RTS or later; in ERR the WQE is
     /// accepted and flushed).
+    #[cfg(rrxe_host)]
     pub const fn can_post_send(self) -> bool {
         matches!(self, Self::Rts | Self::Sqd | Self::Sqe | Self::Err)
     }
 
     /// Returns `true` if `post_recv` is accepted (INIT or later; flushed in ERR).
+    #[cfg(rrxe_host)]
     pub const fn can_post_recv(self) -> bool {
         !matches!(self, Self::Reset)
     }
 
     /// Returns `true` if the requester may start new send WQEs (only in RTS; in SQD it
     /// finishes the WQE it is in the middle of).
+    #[cfg(rrxe_host)]
     pub const fn starts_new_wqes(self) -> bool {
         matches!(self, Self::Rts)
     }

@@ -460,6 +460,8 @@ const _: () = {
     assert!(off(RxeAvFields::LAYOUT, "dgid_addr") == 60);
     assert!(RxeSendWrFields::LEN == 144);
     assert!(off(RxeSendWrFields::LAYOUT, "wr_id") == 0);
+    // `slot_wr_id` reads a send or receive slot's first eight bytes.
+    assert!(off(RxeRecvWqeFields::LAYOUT, "wr_id") == 0);
     assert!(off(RxeSendWrFields::LAYOUT, "reserved") == 8);
     assert!(off(RxeSendWrFields::LAYOUT, "opcode") == 12);
     assert!(off(RxeSendWrFields::LAYOUT, "send_flags") == 16);

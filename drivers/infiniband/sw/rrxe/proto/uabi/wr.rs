@@ -127,17 +127,12 @@ impl WrOpcode {
 
     /// Returns `true` if the local payload is described by SGEs (or inline data).
     pub const fn has_local_data(self) -> bool {
-        matches!(
-            self,
-            Self::RdmaWrite
-                | Self::RdmaWriteWithImm
-                | Self::Send
-                | Self::SendWithImm
-                | Self::SendWithInv
-                | Self::RdmaRead
-                | Self::AtomicCmpAndSwp
-                | Self::AtomicFetchAndAdd
-        )
+        // What may be inline, plus the operations whose results land in local buffers.
+        self.inline_allowed()
+            || matches!(
+                self,
+                Self::RdmaRead | Self::AtomicCmpAndSwp | Self::AtomicFetchAndAdd
+            )
     }
 
     /// Returns the packet opcode for a packet at `position` of this work request on a `qp`

@@ -268,7 +268,6 @@ impl<const N: usize> Sender<N> {
     }
 
     /// Returns the PSN the next posted WQE will start at.
-    #[cfg(rrxe_host)]
     pub fn next_psn(&self) -> Psn {
         self.post_psn
     }
@@ -413,6 +412,31 @@ impl<const N: usize> Sender<N> {
             reth_len,
             retransmit,
         })
+    }
+
+    /// Takes back `p`, the packet [`Sender::next_packet`] just returned, which could not be
+    /// transmitted (the transmit queue was full): the next call returns it again, as it
+    /// was. Returns `false` (the packet is lost) on UC, where a packet handed out already
+    /// counted as sent, or if `p` is not the last packet handed out.
+    pub fn unsend(&mut self, p: &TxPacket) -> bool {
+        if self.dead || self.cfg.transport != Transport::Rc {
+            return false;
+        }
+        // The cursor is just past `p`: at its next PSN, or at the end of its WQE (its last
+        // packet, or a READ request, which takes the PSNs of all its responses).
+        let Some(end) = self.slot_of(p.psn).map(|s| s.end_psn()) else {
+            return false;
+        };
+        let cursor = self.cursor_psn();
+        if cursor != p.psn.next() && cursor != end {
+            return false;
+        }
+        if !p.retransmit {
+            // Nothing from `p` on went out.
+            self.max_sent = p.psn;
+        }
+        self.seek(p.psn);
+        true
     }
 
     /// Returns the ring index of the slot `off` places after the head.

@@ -7,6 +7,7 @@
 //! [`Sender`]: super::Sender
 
 use super::super::super::opcode::{Opcode, QpType};
+use super::super::super::uabi::WrOpcode;
 use super::super::PathMtu;
 
 /// The operation of a send work request (`enum ib_wr_opcode`, RC subset; UC takes SEND and
@@ -33,6 +34,22 @@ pub enum WrOp {
 }
 
 impl WrOp {
+    /// Returns the operation a send WQE's opcode asks for, if the sender carries it out
+    /// (local operations, memory windows, FLUSH and ATOMIC WRITE are not).
+    pub const fn from_wr_opcode(op: WrOpcode) -> Option<Self> {
+        Some(match op {
+            WrOpcode::Send => Self::Send,
+            WrOpcode::SendWithImm => Self::SendWithImm,
+            WrOpcode::SendWithInv => Self::SendWithInv,
+            WrOpcode::RdmaWrite => Self::Write,
+            WrOpcode::RdmaWriteWithImm => Self::WriteWithImm,
+            WrOpcode::RdmaRead => Self::Read,
+            WrOpcode::AtomicCmpAndSwp => Self::CompareSwap,
+            WrOpcode::AtomicFetchAndAdd => Self::FetchAdd,
+            _ => return None,
+        })
+    }
+
     /// Returns `true` for RDMA READ and the atomics, which are completed by a response
     /// carrying data rather than by a plain ACK.
     pub const fn is_read_or_atomic(self) -> bool {

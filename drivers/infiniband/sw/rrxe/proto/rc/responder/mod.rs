@@ -206,7 +206,6 @@ impl<const N: usize> Responder<N> {
     }
 
     /// Returns the next expected PSN.
-    #[cfg(rrxe_host)]
     pub fn expected_psn(&self) -> Psn {
         self.epsn
     }

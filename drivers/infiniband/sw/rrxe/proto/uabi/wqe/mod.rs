@@ -20,6 +20,15 @@ mod send;
 pub use recv::*;
 pub use send::*;
 
+/// Returns the work request id of a send or receive WQE slot without validating the rest:
+/// a WQE that does not validate still completes (with an error or flush status) under its
+/// `wr_id`. `struct rxe_send_wqe` and `struct rxe_recv_wqe` both start with it (checked at
+/// compile time in `layout.rs`); 0 for a slot too short to hold one.
+pub fn slot_wr_id(slot: &[u8]) -> u64 {
+    slot.first_chunk::<8>()
+        .map_or(0, |b| u64::from_le_bytes(*b))
+}
+
 /// How `dma.length` must relate to the SGE list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LengthCheck {
