@@ -175,10 +175,22 @@ guest_test() {
 }
 
 guest_test device 600 "$REPO/scripts/tests/device.sh"
+# Allocation failures injected (failslab, fail_page_alloc) into every verb: unwound, clean.
+guest_test faults 600 "$REPO/scripts/tests/faults.sh"
 
 # Hostile and valid input from the wire: hand-made packets from a second guest must each
 # end in the right port counter of the receiving rrxe device.
 guest_test inject 300 "$REPO/scripts/tests/inject.sh" "$REPO/scripts/tests/inject.sh"
+# Hostile packets at live RC QPs: real QPN, expected PSN, real rkey and address, from a guest
+# without an RDMA stack; the IBA's answer must come back (ACK, READ responses, NAK PSN
+# sequence error, remote access error, invalid request), the QPs end in the state the IBA
+# says, only the legitimate bytes change and the device still works.
+guest_test inject-live 300 "$REPO/scripts/tests/inject-live.sh" "$REPO/scripts/tests/inject-live.sh"
+# The campaign: 10^5 structure-aware RoCEv2 packets with valid ICRCs (every opcode, random
+# fields, PSNs around the expected one, stale and wrong rkeys, truncated and oversized) from
+# guest b at guest a's QP while the two run verified RDMA READ traffic: every round ends with
+# every byte right or an IBA error completion, the counters saw the fuzz, the device works.
+guest_test fuzz-live 600 "$REPO/scripts/tests/fuzz-live.sh" "$REPO/scripts/tests/fuzz-live.sh"
 
 # Interop, receive side: the C rdma_rxe's SENDs reach an rrxe QP through parsing and ICRC.
 guest_test interop-rx 300 "$REPO/scripts/tests/interop-rx.sh" "$REPO/scripts/tests/interop-rx.sh"
@@ -197,6 +209,12 @@ guest_test pingpong-rrxe-server 600 --file "$REPO/scripts/tests/pingpong.sh" \
 grep -ah "^RRXE-PERF" "$OUTDIR"/pingpong*/a.console 2>/dev/null || true
 # RC retransmission: 5% loss (netem) on guest b's egress, 64 KiB and 1 MiB with data checks.
 guest_test loss 600 "$REPO/scripts/tests/loss.sh" "$REPO/scripts/tests/loss.sh"
+# The netem matrix: the same transfers, both directions impaired (netem-*.sh): reordering,
+# duplication, corruption, and everything at once.
+for m in reorder dup corrupt all; do
+	guest_test netem-$m 600 --file "$REPO/scripts/tests/loss.sh" \
+		"$REPO/scripts/tests/netem-$m.sh" "$REPO/scripts/tests/netem-$m.sh"
+done
 # RNR: retry exceeded (rnr_retry 1 and 0, NAK count) and a late receive (64 B, 64 KiB).
 guest_test rnr 300 "$REPO/scripts/tests/rnr.sh" "$REPO/scripts/tests/rnr.sh"
 # Large READs: paced responses, a responsive responder (issue 10).
@@ -204,6 +222,9 @@ guest_test read-large 400 "$REPO/scripts/tests/read-large.sh" "$REPO/scripts/tes
 # SIGKILL with traffic in flight, then link del + rmmod, and rmmod with the device: no leak,
 # no warning.
 guest_test teardown 600 "$REPO/scripts/tests/teardown.sh" "$REPO/scripts/tests/teardown.sh"
+# 100 teardowns under loopback traffic (SIGKILL, link del, rmmod, netdevice down and
+# deletion, in turn) with user contexts open: nothing hangs, nothing leaks.
+guest_test teardown-loop 900 "$REPO/scripts/tests/teardown-loop.sh"
 # UD and UC: xfer (every byte checked, both ways) and the stock ibv_ud/uc_pingpong, rrxe on
 # both guests and against rdma_rxe in either role.
 guest_test ud 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/ud-rrxe.sh" "$REPO/scripts/tests/ud-rrxe.sh"

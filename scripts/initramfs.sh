@@ -35,10 +35,15 @@ EXTRA=("$@" ${EXTRA_FILES:-})
 
 # --- test programs ---------------------------------------------------------------------
 mkdir -p "$BUILD/testbin"
+# A program is rebuilt when it or any header there (rrxe_test.h, roce_pkt.h, ...) is newer.
 for src in "$REPO"/tools/testing/rrxe/*.c; do
 	[ -e "$src" ] || continue
 	bin=$BUILD/testbin/$(basename "$src" .c)
-	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ] || [ "$REPO/tools/testing/rrxe/rrxe_test.h" -nt "$bin" ]; then
+	stale=
+	for h in "$REPO"/tools/testing/rrxe/*.h; do
+		[ "$h" -nt "$bin" ] && stale=1
+	done
+	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ] || [ -n "$stale" ]; then
 		gcc -O2 -g -Wall -Wextra -Werror -o "$bin" "$src" -libverbs || rrxe_die "cannot build $src"
 	fi
 	EXTRA+=("$bin")

@@ -57,6 +57,9 @@ check many_contexts sh -c 'for i in $(seq 30); do ibv_devinfo -d rrxe0 >/dev/nul
 verbs_objects rrxe0 "$(rrxe_gid_index rrxe0)" "$RRXE_IP" || FAILED=1
 # Queue pairs: rings, the state machine and its attribute checks, limits, QP numbers.
 verbs_qp rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
+# A process scribbling over the SQ, RQ and CQ rings it shares with the driver (storms of
+# 1.5 s): error completions or ERR, no hang; then a fresh context's RC pair still works.
+hostile rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
 # Memory regions: access rules, keys, bad ranges.
 verbs_mr rrxe0 || FAILED=1
 # The objects they left open were destroyed when their contexts closed (restrack holds only
@@ -75,6 +78,9 @@ check link_down_port_down retry 20 0.1 devinfo_has "state:[[:space:]]+PORT_DOWN 
 check link_down_phys_disabled devinfo_has "phys_state:[[:space:]]+DISABLED \(3\)"
 ip link set eth0 up
 check link_up_port_active retry 50 0.1 devinfo_has "state:[[:space:]]+PORT_ACTIVE \(4\)"
+# The same changes as asynchronous events (IBV_EVENT_PORT_ERR, then PORT_ACTIVE, once each).
+async_events rrxe0 eth0 || FAILED=1
+retry 50 0.1 devinfo_has "state:[[:space:]]+PORT_ACTIVE \(4\)" || log "port not active after async_events"
 
 # rdma link del, then a device whose netdevice disappears.
 check link_del rdma link del rrxe0
@@ -86,6 +92,42 @@ check dummy_listed listed rrxe1
 ip link del rrxed0
 check netdev_removal_unregisters wait_gone rrxe1
 check other_device_survives listed rrxe0
+
+# The device goes away under an open user context (disassociate_ucontext): a process holds
+# a context with a PD, MR, CQ and QP (an ibv_rc_pingpong server waiting for its client)
+# while its device is removed by netdevice removal, `rdma link del` and module unload.
+# None of them waits for the process (they complete within 30 s); the process lives on
+# (its verbs would fail with EIO) and exits when killed, and its objects are gone.
+# hold DEV PORT [IPV4]: starts the holder on DEV (whose address is IPV4, default eth0's);
+# returns once its QP exists.
+hold() {
+	ibv_rc_pingpong -d "$1" -g "$(rrxe_gid_index "$1" "${3:-$RRXE_IP}")" -p "$2" >/tmp/holder.out 2>&1 &
+	HOLDER=$!
+	retry 100 0.1 sh -c "rdma resource show qp link $1/1 | grep -q ibv_rc_pingpong" ||
+		{ cat /tmp/holder.out; return 1; }
+}
+# release: the holder is still alive, and exits (within 10 s) once killed.
+release() {
+	kill -0 "$HOLDER" 2>/dev/null || { echo "holder died: $(cat /tmp/holder.out)"; return 1; }
+	kill "$HOLDER"
+	for _ in $(seq 100); do kill -0 "$HOLDER" 2>/dev/null || { wait "$HOLDER"; return 0; }; sleep 0.1; done
+	echo "holder still alive 10 s after SIGTERM"; kill -9 "$HOLDER"; return 1
+}
+ip link add rrxed1 type dummy && ip addr add 10.99.0.1/24 dev rrxed1 && ip link set rrxed1 up
+rdma link add rrxe2 type rrxe netdev rrxed1
+check holder_on_dummy hold rrxe2 18990 10.99.0.1
+check netdev_removal_with_open_context timeout 30 ip link del rrxed1
+check netdev_removal_with_open_context_gone wait_gone rrxe2
+check holder_released_after_netdev_removal release
+check holder_on_rrxe0 hold rrxe0 18991
+check link_del_with_open_context timeout 30 rdma link del rrxe0
+check holder_released_after_link_del release
+check link_readd_after_disassociate rdma link add rrxe0 type rrxe netdev eth0
+check holder_before_unload hold rrxe0 18992
+check rmmod_with_open_context timeout 30 rmmod rdma_rrxe
+check holder_released_after_unload release
+check reload_after_disassociate modprobe rdma_rrxe
+check link_after_disassociate rdma link add rrxe0 type rrxe netdev eth0
 
 # Module unload with a live device; the C driver is kept out while rrxe is loaded.
 check rdma_rxe_refused sh -c '! modprobe rdma_rxe 2>/dev/null'

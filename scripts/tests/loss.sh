@@ -9,13 +9,20 @@
 # LOSS_A / LOSS_B (default rrxe) pick each guest's driver: rrxe or rxe (the C rdma_rxe).
 # LOSS_RATE (default 5%) is netem's loss.
 #
-# Guest a prints RRXE-TEST loss_netem (guest b could add the qdisc), loss_<op>_<size> per run,
-# loss_packets_dropped (netem did drop some). Both
+# The netem matrix (netem-*.sh) runs the same transfers under other impairments: NETEM is
+# netem's arguments (default "loss $LOSS_RATE"), NETEM_BOTH=1 impairs guest a's egress too
+# (both directions), PFX names the checks (default loss), NETEM_RUNS=short runs the three
+# shorter transfers only.
+#
+# Guest a prints RRXE-TEST <PFX>_netem (the qdisc is in place on each impaired guest),
+# <PFX>_<op>_<size> per run, <PFX>_packets_dropped (netem did drop some; only when NETEM
+# loses packets). Both
 # print their port counters (hw_counters; rdma_rxe's count retransmissions and sequence
 # errors) without judging them.
 . /usr/local/lib/rrxe/lib.sh
 
 LOSS_A=${LOSS_A:-rrxe} LOSS_B=${LOSS_B:-rrxe} LOSS_RATE=${LOSS_RATE:-5%}
+NETEM=${NETEM:-loss $LOSS_RATE} NETEM_BOTH=${NETEM_BOTH:-0} PFX=${PFX:-loss}
 FAILED=0
 ok() { echo "RRXE-TEST $1 ok"; }
 bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
@@ -27,46 +34,63 @@ counters() {
 }
 CTL=18590
 
-if [ "$RRXE_NAME" = b ]; then
-	# The loss applies to everything b sends (the TCP exchanges too, which TCP repairs).
-	if tc qdisc add dev eth0 root netem loss "$LOSS_RATE" 2>/tmp/tc.err; then
+# Impairs this guest's egress (everything it sends: the TCP exchanges too, which TCP repairs).
+impair() {
+	# shellcheck disable=SC2086 # NETEM is a list of netem arguments
+	if tc qdisc add dev eth0 root netem $NETEM 2>/tmp/tc.err; then
 		tc qdisc show dev eth0
-		tell_peer $CTL netem ok || die "cannot reach guest a"
 	else
 		cat /tmp/tc.err
-		tell_peer $CTL "netem failed: $(head -1 /tmp/tc.err)"
-		die "tc qdisc add dev eth0 root netem loss $LOSS_RATE failed (no CONFIG_NET_SCH_NETEM?)"
+		echo "netem failed: $(head -1 /tmp/tc.err)"
+		return 1
+	fi
+}
+
+if [ "$RRXE_NAME" = b ]; then
+	if impair >/tmp/impair.log; then
+		cat /tmp/impair.log
+		tell_peer $CTL netem ok || die "cannot reach guest a"
+	else
+		cat /tmp/impair.log
+		tell_peer $CTL "$(tail -1 /tmp/impair.log)"
+		die "tc qdisc add dev eth0 root netem $NETEM failed (no CONFIG_NET_SCH_NETEM?)"
 	fi
 	rdma_use "$LOSS_B"
 else
 	rdma_use "$LOSS_A"
 	netem=$(hear $CTL 120)
-	if [ "$netem" = "netem ok" ]; then
-		ok loss_netem
+	mine="netem ok"
+	if [ "$NETEM_BOTH" = 1 ]; then
+		impair >/tmp/impair.log || mine="guest a: $(tail -1 /tmp/impair.log)"
+		cat /tmp/impair.log
+	fi
+	if [ "$netem" = "netem ok" ] && [ "$mine" = "netem ok" ]; then
+		ok "${PFX}_netem"
 	else
-		bad loss_netem "guest b: ${netem:-no word}"
+		bad "${PFX}_netem" "guest b: ${netem:-no word}; $mine"
 		exit 1
 	fi
 fi
 log "$RRXE_NAME: $DEV, GID index $GID"
 
 XFER_TIMEOUT=${LOSS_TIMEOUT:-150}
-xfer_pair loss_send_65536 18601 -s 65536 -n 10 -S 3 || FAILED=1
-xfer_pair loss_send_1048576 18602 -s 1048576 -n 3 || FAILED=1
-xfer_pair loss_write_imm_262144 18603 -o write_imm -s 262144 -n 4 -S 2 || FAILED=1
-xfer_pair loss_read_262144 18604 -o read -s 262144 -n 4 -S 3 || FAILED=1
+xfer_pair "${PFX}_send_65536" 18601 -s 65536 -n 10 -S 3 || FAILED=1
+[ "${NETEM_RUNS:-}" = short ] || xfer_pair "${PFX}_send_1048576" 18602 -s 1048576 -n 3 || FAILED=1
+xfer_pair "${PFX}_write_imm_262144" 18603 -o write_imm -s 262144 -n 4 -S 2 || FAILED=1
+xfer_pair "${PFX}_read_262144" 18604 -o read -s 262144 -n 4 -S 3 || FAILED=1
 counters
+if [ "$RRXE_NAME" = b ] || [ "$NETEM_BOTH" = 1 ]; then tc -s qdisc show dev eth0; fi
+case " $NETEM " in *" loss "*) ;; *) exit $FAILED ;; esac
 
 if [ "$RRXE_NAME" = b ]; then
-	tc -s qdisc show dev eth0
 	dropped=$(tc -s qdisc show dev eth0 | sed -n 's/.*dropped \([0-9]*\).*/\1/p' | head -1)
 	tell_peer $((CTL + 1)) "${dropped:-0}" || die "cannot reach guest a"
 else
 	dropped=$(hear $((CTL + 1)) 60)
 	if [ "${dropped:-0}" -gt 0 ]; then
-		ok loss_packets_dropped
+		ok "${PFX}_packets_dropped"
 	else
-		bad loss_packets_dropped "netem on guest b dropped '${dropped}' packets"
+		bad "${PFX}_packets_dropped" "netem on guest b dropped '${dropped}' packets"
 	fi
 fi
 exit $FAILED

@@ -16,72 +16,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static uint32_t crc32_le(uint32_t crc, const uint8_t *p, size_t n)
-{
-	while (n--) {
-		crc ^= *p++;
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0xEDB88320u & -(crc & 1));
-	}
-	return crc;
-}
+#include "roce_pkt.h"
 
-/* RoCEv2 ICRC over an IPv4 packet (IP + UDP + BTH + rest, ICRC excluded). */
-static uint32_t icrc(const uint8_t *pkt, size_t len)
-{
-	uint8_t m[40];
-	uint32_t crc;
-
-	memcpy(m, pkt, 40);
-	m[1] = 0xff;			/* TOS */
-	m[8] = 0xff;			/* TTL */
-	m[10] = m[11] = 0xff;		/* IP checksum */
-	m[26] = m[27] = 0xff;		/* UDP checksum */
-	m[32] = 0xff;			/* BTH resv8a (FECN/BECN) */
-	crc = crc32_le(0xdebb20e3, m, 40);
-	crc = crc32_le(crc, pkt + 40, len - 40);
-	return ~crc;
-}
-
-/* Builds IP + UDP + BTH (opcode, tver, qpn) + 16-byte payload + ICRC; returns its length. */
+/* Builds IP + UDP + BTH (opcode, tver, qpn, AckReq) + payload bytes 0, 1, ... + ICRC. */
 static size_t build(uint8_t *p, uint32_t src, uint32_t dst, uint8_t opcode, uint8_t tver,
 		    uint32_t qpn, uint32_t psn, int payload)
 {
-	size_t len = 20 + 8 + 12 + payload + 4;
-	uint32_t c;
+	struct roce_bth bth = { .opcode = opcode, .tver = tver, .qpn = qpn, .ackreq = 1,
+				.psn = psn };
+	uint8_t body[64];
 
-	memset(p, 0, len);
-	p[0] = 0x45;
-	p[2] = len >> 8;
-	p[3] = len;
-	p[4] = 0x12;
-	p[5] = 0x34;			/* IP id: set, so the kernel keeps it */
-	p[6] = 0x40;			/* DF */
-	p[8] = 64;
-	p[9] = IPPROTO_UDP;
-	memcpy(p + 12, &src, 4);
-	memcpy(p + 16, &dst, 4);
-	p[20] = 0xc0;
-	p[21] = 0x00;			/* source port 49152 */
-	p[22] = 4791 >> 8;
-	p[23] = 4791 & 0xff;
-	p[24] = (len - 20) >> 8;
-	p[25] = len - 20;
-	p[40 - 12] = opcode;
-	p[29] = tver & 0xf;
-	p[30] = p[31] = 0xff;		/* P_Key */
-	p[33] = qpn >> 16;
-	p[34] = qpn >> 8;
-	p[35] = qpn;
-	p[36] = 0x80;			/* AckReq */
-	p[37] = psn >> 16;
-	p[38] = psn >> 8;
-	p[39] = psn;
 	for (int i = 0; i < payload; i++)
-		p[40 + i] = i;
-	c = icrc(p, len - 4);
-	memcpy(p + len - 4, &c, 4);	/* little-endian on x86, as on the wire */
-	return len;
+		body[i] = i;
+	return roce_build(p, src, dst, 0xc000, 0x1234, &bth, body, payload);
 }
 
 int main(int argc, char **argv)
