@@ -6,6 +6,7 @@
 #   make bench     perftest for rrxe and rdma_rxe side by side (writes Documentation/rrxe-bench.rst)
 #   make check     every test: host (cargo), KUnit in a guest, end to end in guests
 #                  (T=GLOB[,GLOB...]: only those groups, see scripts/check.sh)
+#   make check-kasan  the guest groups (T=..., default a robustness subset) on a KASAN kernel
 #   make shell     an interactive guest with rdma_rrxe loaded
 #   make kernel    (re)build the kernel and modules incrementally (module-only when possible)
 #   make setup     install the toolchain, Linux source and tools (idempotent)
@@ -17,7 +18,7 @@
 SHELL := /bin/bash
 FUZZ_SECONDS ?= 600
 
-.PHONY: all setup kernel initramfs host-test check demo bench shell fuzz series clean
+.PHONY: all setup kernel initramfs host-test check check-kasan demo bench shell fuzz series clean
 
 all: kernel
 
@@ -36,6 +37,11 @@ host-test:
 check: setup
 	T="$(T)" scripts/check.sh
 
+# The guest groups on a KASAN kernel (a second build beside the first; not part of `make
+# check`: KASAN under TCG makes the suite take hours). T= selects groups as for check.
+check-kasan: setup
+	RRXE_VARIANT=kasan T="$(or $(T),device,faults,inject-live,teardown,rnr,loss)" scripts/check.sh
+
 demo: setup
 	scripts/demo.sh
 
@@ -52,4 +58,4 @@ series:
 	scripts/series.sh build/series
 
 clean:
-	rm -rf build tools/rrxe/target
+	rm -rf build build-kasan tools/rrxe/target

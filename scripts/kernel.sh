@@ -51,13 +51,14 @@ overlay() {
 
 # --- config ----------------------------------------------------------------------------
 configure() {
-	local frag=$REPO/scripts/config/rrxe.config stamp=$KOUT/.rrxe-config-stamp sum
-	sum=$(cat "$frag" "$REPO"/patches/*.patch "$REPO/drivers/infiniband/sw/rrxe/Kconfig" | sha256sum | cut -d' ' -f1)
+	local frags=("$REPO/scripts/config/rrxe.config") stamp=$KOUT/.rrxe-config-stamp sum
+	[ -z "$VARIANT" ] || frags+=("$REPO/scripts/config/$VARIANT.config")
+	sum=$(cat "${frags[@]}" "$REPO"/patches/*.patch "$REPO/drivers/infiniband/sw/rrxe/Kconfig" | sha256sum | cut -d' ' -f1)
 	[ -f "$KOUT/.config" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ] && return 0
-	rrxe_log "configuring (tinyconfig + $(basename "$frag"))"
+	rrxe_log "configuring (tinyconfig + $(for f in "${frags[@]}"; do basename "$f"; done | paste -sd+))"
 	mkdir -p "$KOUT"
 	make -s "${MK[@]}" tinyconfig >/dev/null
-	"$KSRC/scripts/kconfig/merge_config.sh" -m -O "$KOUT" "$KOUT/.config" "$frag" >/dev/null
+	"$KSRC/scripts/kconfig/merge_config.sh" -m -O "$KOUT" "$KOUT/.config" "${frags[@]}" >/dev/null
 	make -s "${MK[@]}" olddefconfig >/dev/null
 	local bad=0 line
 	while IFS= read -r line; do
@@ -67,13 +68,14 @@ configure() {
 			local opt=${line#\# }; opt=${opt%% *}
 			grep -q "^$opt=" "$KOUT/.config" && { rrxe_log "config did not stick: $line"; bad=1; } ;;
 		esac
-	done <"$frag"
+	done < <(cat "${frags[@]}")
 	[ $bad = 0 ] || { make -s "${MK[@]}" rustavailable || true; rrxe_die "kernel configuration incomplete"; }
 	echo "$sum" >"$stamp"
 }
 
 full_inputs_sum() {
-	(cd "$REPO" && find rust patches scripts/config -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
+	(cd "$REPO" && find rust patches scripts/config/rrxe.config ${VARIANT:+scripts/config/$VARIANT.config} \
+		-type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
 }
 
 overlay

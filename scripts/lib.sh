@@ -5,9 +5,12 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${RRXE_CACHE:-$HOME/.cache/rrxe}
 LINUX_VER=7.3.4
 KSRC=$CACHE/linux-$LINUX_VER          # extracted source + rrxe overlay
-KOUT=$CACHE/build-$LINUX_VER          # O= build output
+# RRXE_VARIANT=kasan (make check-kasan): a second kernel configuration, built beside the
+# first (its own build output and build/ links), scripts/config/<variant>.config on top.
+VARIANT=${RRXE_VARIANT:-}
+KOUT=$CACHE/build-$LINUX_VER${VARIANT:+-$VARIANT}   # O= build output
 MODSTAGE=$KOUT/staging                # modules_install target
-BUILD=$REPO/build                     # git-ignored links: bzImage, modules/, initramfs
+BUILD=$REPO/build${VARIANT:+-$VARIANT}  # git-ignored links: bzImage, modules/, initramfs
 JOBS=${JOBS:-$(( $(nproc) + 1 ))}
 
 export PATH="$CACHE/tools/bin:$HOME/.cargo/bin:$PATH"
