@@ -783,6 +783,24 @@ static uint32_t pick32(struct storm *s, const uint32_t *v, size_t n)
 }
 
 /* A send WQE that looks like one: a real opcode, some real keys, sizes and counts that lie. */
+/*
+ * @n SGEs at @w: addresses mostly inside the MR, sometimes 0, its last word, random or a
+ * kernel address; lengths and lkeys picked from @lens and @lkeys.
+ */
+static void plausible_sges(struct storm *s, uint8_t *w, size_t n, const uint32_t *lens,
+			   size_t nlens, const uint32_t *lkeys, size_t nlkeys)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = rnd_next(&s->rng);
+
+		put64(w, 16 * i, r % 4 ? (uintptr_t)buf + (r >> 24) % BUF_LEN :
+			   (uint64_t[]){ 0, (uintptr_t)buf + BUF_LEN - 8, r, 0xffff800000000000ull }
+			   [(r >> 8) % 4]);
+		put32(w, 16 * i + 8, pick32(s, lens, nlens));
+		put32(w, 16 * i + 12, pick32(s, lkeys, nlkeys));
+	}
+}
+
 static void plausible_send(struct storm *s, uint8_t *w, size_t len)
 {
 	static const uint32_t ops[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
@@ -843,16 +861,8 @@ static void plausible_send(struct storm *s, uint8_t *w, size_t len)
 	put32(w, 192, r % 4 ? 0 : (uint32_t)(r >> 8));			/* cur_sge */
 	put32(w, 196, pick32(s, nsges, sizeof(nsges) / 4));		/* num_sge */
 	put32(w, 200, r % 4 ? 0 : (uint32_t)(r >> 24));			/* sge_offset */
-	for (size_t i = 0; i < nsge_fit; i++) {
-		size_t o = SEND_WQE_HDR + 16 * i;
-
-		r = rnd_next(&s->rng);
-		put64(w, o, r % 4 ? (uintptr_t)buf + (r >> 24) % BUF_LEN :
-			   (uint64_t[]){ 0, (uintptr_t)buf + BUF_LEN - 8, r, 0xffff800000000000ull }
-			   [(r >> 8) % 4]);
-		put32(w, o + 8, pick32(s, lens, sizeof(lens) / 4));
-		put32(w, o + 12, pick32(s, lkeys, sizeof(lkeys) / 4));
-	}
+	plausible_sges(s, w + SEND_WQE_HDR, nsge_fit, lens, sizeof(lens) / 4, lkeys,
+		       sizeof(lkeys) / 4);
 }
 
 static void plausible_recv(struct storm *s, uint8_t *w, size_t len)
@@ -874,16 +884,8 @@ static void plausible_recv(struct storm *s, uint8_t *w, size_t len)
 	put32(w, 24, r % 4 ? 0 : (uint32_t)(r >> 8));			/* cur_sge */
 	put32(w, 28, pick32(s, nsges, sizeof(nsges) / 4));		/* num_sge */
 	put32(w, 32, r % 4 ? 0 : (uint32_t)(r >> 24));			/* sge_offset */
-	for (size_t i = 0; i < nsge_fit; i++) {
-		size_t o = RECV_WQE_HDR + 16 * i;
-
-		r = rnd_next(&s->rng);
-		put64(w, o, r % 4 ? (uintptr_t)buf + (r >> 24) % BUF_LEN :
-			   (uint64_t[]){ 0, (uintptr_t)buf + BUF_LEN - 8, r, 0xffff800000000000ull }
-			   [(r >> 8) % 4]);
-		put32(w, o + 8, pick32(s, lens, sizeof(lens) / 4));
-		put32(w, o + 12, pick32(s, lkeys, sizeof(lkeys) / 4));
-	}
+	plausible_sges(s, w + RECV_WQE_HDR, nsge_fit, lens, sizeof(lens) / 4, lkeys,
+		       sizeof(lkeys) / 4);
 }
 
 /* Garbage into one slot: random bytes or words, or a plausible WQE of the ring's kind. */

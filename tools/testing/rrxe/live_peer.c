@@ -72,21 +72,6 @@ static struct {
 	int sent, send_errors, replies, bad_replies, unexpected, udp_copies;
 } G = { .tx = -1, .rx = -1, .udp = -1, .tcp = -1, .ip_id = 0x4000 };
 
-/* check() with a formatted reason (errno cleared: the reasons here are not system calls). */
-static void checkf(const char *name, int ok, const char *fmt, ...)
-{
-	char why[512] = "";
-	va_list ap;
-
-	if (!ok) {
-		va_start(ap, fmt);
-		vsnprintf(why, sizeof(why), fmt, ap);
-		va_end(ap);
-	}
-	errno = 0;
-	check(name, ok, why);
-}
-
 static double t_rel(void)
 {
 	return now_s() - G.t0;

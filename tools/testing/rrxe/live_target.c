@@ -60,20 +60,6 @@ static struct {
 	char peer_ip[INET_ADDRSTRLEN];
 } G = { .sock = -1 };
 
-static void checkf(const char *name, int ok, const char *fmt, ...)
-{
-	char why[512] = "";
-	va_list ap;
-
-	if (!ok) {
-		va_start(ap, fmt);
-		vsnprintf(why, sizeof(why), fmt, ap);
-		va_end(ap);
-	}
-	errno = 0;
-	check(name, ok, why);
-}
-
 static const char *state_name(int s)
 {
 	static const char *const n[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };

@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <netdb.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +30,21 @@ static inline void check(const char *name, int ok, const char *what)
 		printf("RRXE-TEST %s FAIL: %s (errno %d)\n", name, what, errno);
 		failed = 1;
 	}
+}
+
+/* check() with a formatted reason (errno cleared: the reasons are not system calls). */
+static inline void checkf(const char *name, int ok, const char *fmt, ...)
+{
+	char why[512] = "";
+	va_list ap;
+
+	if (!ok) {
+		va_start(ap, fmt);
+		vsnprintf(why, sizeof(why), fmt, ap);
+		va_end(ap);
+	}
+	errno = 0;
+	check(name, ok, why);
 }
 
 static inline struct ibv_context *open_dev(const char *name)
