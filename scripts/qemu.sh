@@ -135,7 +135,8 @@ run_guest() {
 		set +o pipefail
 		"${Q[@]}" -pidfile "$OUT/$n.pid" -serial stdio -serial "file:$OUT/$n.dmesg" \
 			</dev/null 2>"$OUT/$n.qemu.log" |
-			if [ -n "$QUIET" ]; then sed 's/\r$//' >"$OUT/$n.console"
+			# Unbuffered: a guest that hangs or is killed leaves its whole console.
+			if [ -n "$QUIET" ]; then sed -u 's/\r$//' >"$OUT/$n.console"
 			else sed -u 's/\r$//' | tee "$OUT/$n.console" | sed -u "s/^/[$n] /"; fi
 	) &
 	SPID[$n]=$!
