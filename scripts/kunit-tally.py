@@ -5,8 +5,10 @@
     kunit-tally.py SRC_DIR LOG...
 
 SRC_DIR is the driver's source (drivers/infiniband/sw/rrxe): the expected cases are read
-from it (every `#[test] fn` inside a `#[kunit_tests(suite)]` module), so a case that stops
-being reported is a failure, not a smaller count. Each LOG is one boot's kernel log
+from it (every `#[test] fn` inside a `#[kunit_tests(suite)]` module, and the KUNIT_CASE()s
+of a C test module's suite), so a case that stops being reported is a failure, not a
+smaller count. A C test module's suite runs only in the guest test that loads it: when no
+boot ran it, it is reported as `NOTRUN suite` (that guest test reports its verdict). Each LOG is one boot's kernel log
 (<guest>.dmesg, else <guest>.console) from which the KTAP of every suite is read.
 
 A case passes if it passed in every boot whose log shows its suite, fails if it failed
@@ -27,11 +29,27 @@ HEADER = re.compile(r"^(\s*)# Subtest: (\S+)")
 RESULT = re.compile(r"^(\s*)(ok|not ok) \d+ (\S+)(.*)$")
 
 
+def c_suites(path):
+    """{suite: [case, ...]} of a C KUnit file: its `.name = "..."` suite and KUNIT_CASE()s."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    m = re.search(r"struct kunit_suite \w+ = \{[^}]*?\.name = \"(\w+)\"", text, re.S)
+    if not m:
+        return {}
+    return {m.group(1): re.findall(r"KUNIT_CASE\((\w+)\)", text)}
+
+
 def expected_cases(src):
-    """{suite: [case, ...]} from the #[kunit_tests] modules under src."""
-    suites = {}
+    """{suite: [case, ...]} from the #[kunit_tests] modules under src, and the set of C
+    suites (test modules that a guest test loads on purpose, not at every boot)."""
+    suites, optional = {}, set()
     for root, _, files in os.walk(src):
         for f in sorted(files):
+            if f.endswith(".c"):
+                found = c_suites(os.path.join(root, f))
+                suites.update(found)
+                optional.update(found)
+                continue
             if not f.endswith(".rs"):
                 continue
             suite, want_fn = None, False
@@ -50,7 +68,7 @@ def expected_cases(src):
                         suites[suite].append(m.group(1))
                     if line.strip() and not line.strip().startswith("#"):
                         want_fn = False
-    return suites
+    return suites, optional
 
 
 def parse_log(path):
@@ -85,12 +103,18 @@ def main():
     if len(sys.argv) < 2:
         print(__doc__.strip(), file=sys.stderr)
         return 1
-    want = expected_cases(sys.argv[1])
+    want, optional = expected_cases(sys.argv[1])
     boots = [(p, *parse_log(p)) for p in sys.argv[2:] if os.path.exists(p)]
-    ran = [b for b in boots if any(s in b[1] for s in want)]
+    ran = [b for b in boots if any(s in b[1] for s in want if s not in optional)]
     if not ran:
         return 2
+    ran = [b for b in boots if any(s in b[1] for s in want)]
     for suite in sorted(want):
+        if suite in optional and not any(suite in c for _, c, _ in ran):
+            # A test module's suite runs only where its guest test loads it; that test
+            # reports the suite's verdict itself.
+            print(f"NOTRUN {suite}")
+            continue
         for case in want[suite]:
             seen = [(p, c[suite].get(case)) for p, c, _ in ran if suite in c]
             name = f"{suite}.{case}"

@@ -5,6 +5,10 @@
 //! Unlike most verbs objects, the driver allocates memory regions and frees them in
 //! `dereg_mr`; [`Mr<T>`] is a pinned box holding the core's `struct ib_mr` at offset 0.
 //!
+//! Kernel consumers also allocate fast-registration regions (`ib_alloc_mr`), map DMA-mapped
+//! scatterlists into them (`ib_map_mr_sg`, [`MrSg`]) and register them with a work request
+//! ([`RegWr`], `IB_WR_REG_MR`).
+//!
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h)
 
@@ -264,6 +268,32 @@ impl<T: Driver> Mr<T> {
         &self.data
     }
 
+    /// Reads a field of the core's header.
+    fn header<R>(&self, f: impl FnOnce(&bindings::ib_mr) -> R) -> R {
+        // SAFETY: The header lives as long as `self`. The core and the consumer write
+        // `iova`, `length` and `page_size` only in `ib_map_mr_sg` (the consumer does not map
+        // a region while it posts work requests naming it) and `lkey`/`rkey` in
+        // `ib_update_fast_reg_key`, which the consumer serialises with its use of the region.
+        f(unsafe { &*self.ib.get() })
+    }
+
+    /// The I/O virtual address the region starts at (`ib_mr.iova`): set by the core when
+    /// the consumer maps a scatterlist into a fast-registration region, possibly changed by
+    /// the consumer afterwards.
+    pub fn iova(&self) -> u64 {
+        self.header(|h| h.iova)
+    }
+
+    /// The region's length in bytes (`ib_mr.length`).
+    pub fn length(&self) -> u64 {
+        self.header(|h| h.length)
+    }
+
+    /// The page size of a fast-registration mapping (`ib_mr.page_size`).
+    pub fn page_size(&self) -> u32 {
+        self.header(|h| h.page_size)
+    }
+
     /// Returns the device.
     pub fn device(&self) -> &Device<T> {
         // SAFETY: The core sets `device` right after registration; the device outlives its
@@ -299,6 +329,128 @@ pub struct MrKeys {
     pub lkey: u32,
     /// Remote key (in RETH/AtomicETH).
     pub rkey: u32,
+}
+
+/// The type of a region a kernel consumer allocates (`enum ib_mr_type`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MrType {
+    /// `IB_MR_TYPE_MEM_REG`: fast registration of page lists (`ib_map_mr_sg` then an
+    /// `IB_WR_REG_MR` work request).
+    MemReg,
+    /// Any other type (`IB_MR_TYPE_SG_GAPS`, `IB_MR_TYPE_INTEGRITY`, ...), by its value.
+    Other(u32),
+}
+
+/// A DMA-mapped scatterlist that a kernel consumer maps into a fast-registration region
+/// (`ib_map_mr_sg`).
+///
+/// # Invariants
+///
+/// `sgl` holds `nents` entries mapped for this (virtual-DMA) device; `offset` is null or
+/// valid for reads and writes; all stay valid for `'a`.
+pub struct MrSg<'a> {
+    sgl: *mut bindings::scatterlist,
+    nents: c_int,
+    offset: *mut c_uint,
+    _p: core::marker::PhantomData<&'a ()>,
+}
+
+impl MrSg<'_> {
+    /// Splits the scatterlist into pages of the region's page size with the core's
+    /// `ib_sg_to_pages`, which sets the region's `iova` and `length` and hands each page's
+    /// DMA address to [`Driver::map_mr_page`] in order; returns the number of entries
+    /// mapped (fewer than all when the driver refused a page: its list was full).
+    pub fn to_pages<T: Driver>(self, mr: &Mr<T>) -> Result<usize> {
+        // SAFETY: `mr` is a live region of driver `T` (its header is at offset 0, so the
+        // callback can find it again); the scatterlist and offset are valid by the type
+        // invariant; the callback matches the expected signature.
+        let n = unsafe {
+            bindings::ib_sg_to_pages(
+                mr.ib.get(),
+                self.sgl,
+                self.nents,
+                self.offset,
+                Some(set_page_callback::<T>),
+            )
+        };
+        if n < 0 {
+            return Err(Error::from_errno(n));
+        }
+        usize::try_from(n).map_err(|_| EINVAL)
+    }
+}
+
+/// The `set_page` callback of `ib_sg_to_pages`.
+///
+/// # Safety
+///
+/// `ibmr` is a live region of driver `T`, passed by [`MrSg::to_pages`].
+unsafe extern "C" fn set_page_callback<T: Driver>(ibmr: *mut bindings::ib_mr, addr: u64) -> c_int {
+    // SAFETY: Per the function's contract; the header is at offset 0 of `Mr<T>`.
+    let mr = unsafe { &*ibmr.cast::<Mr<T>>() };
+    match T::map_mr_page(mr, addr) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// The fast-registration part of a kernel consumer's send work request (`struct ib_reg_wr`,
+/// `IB_WR_REG_MR`).
+pub struct RegWr<'a, T: Driver> {
+    /// The region to register.
+    pub mr: &'a Mr<T>,
+    /// Its new key (`ib_update_fast_reg_key` may have changed the low byte).
+    pub key: u32,
+    /// Access rights.
+    pub access: AccessFlags,
+}
+
+/// `alloc_mr` trampoline body.
+///
+/// # Safety
+///
+/// `pd` is one of this driver's protection domains, of a kernel consumer (userspace has no
+/// way to allocate such a region).
+pub(crate) unsafe fn alloc<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    mr_type: bindings::ib_mr_type,
+    max_num_sg: u32,
+) -> Result<*mut bindings::ib_mr> {
+    // SAFETY: Per the function's contract.
+    let pd = unsafe { &*pd.cast::<Pd<T>>() };
+    let mr_type = if mr_type == bindings::ib_mr_type::IB_MR_TYPE_MEM_REG {
+        MrType::MemReg
+    } else {
+        MrType::Other(mr_type.0)
+    };
+    // INVARIANT: Only kernel consumers allocate regions, and the memory they map into them
+    // is DMA-mapped kernel memory they keep until they invalidate the region.
+    let (keys, data) = T::alloc_mr(pd, mr_type, max_num_sg, super::wr::KernelDma::new())?;
+    new_mr::<T>(keys, Ok::<_, Error>(data), 0, 0)
+}
+
+/// `map_mr_sg` trampoline body.
+///
+/// # Safety
+///
+/// `mr` is a live region of driver `T`; `sgl` holds `nents` DMA-mapped entries; `offset` is
+/// null or valid, all for the duration of the call.
+pub(crate) unsafe fn map_sg<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    sgl: *mut bindings::scatterlist,
+    nents: c_int,
+    offset: *mut c_uint,
+) -> Result<usize> {
+    // SAFETY: Per the function's contract.
+    let mr = unsafe { &*mr.cast::<Mr<T>>() };
+    // INVARIANT: Per the function's contract.
+    let sg = MrSg {
+        sgl,
+        nents,
+        offset,
+        _p: core::marker::PhantomData,
+    };
+    T::map_mr_sg(mr, sg)
 }
 
 /// `reg_user_mr` trampoline body.
@@ -364,7 +516,7 @@ fn new_mr<T: Driver>(
 ///
 /// # Safety
 ///
-/// `mr` was returned by [`reg_user`] and is not used by the core afterwards.
+/// `mr` was returned by [`reg_user`], [`get_dma`] or [`alloc`] and is not used by the core afterwards.
 pub(crate) unsafe fn dereg<T: Driver>(mr: *mut bindings::ib_mr) -> Result {
     let mr = mr.cast::<Mr<T>>();
     // SAFETY: Per the function's contract, `mr` is a leaked, live `KBox<Mr<T>>`. On error

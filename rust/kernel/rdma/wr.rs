@@ -20,6 +20,7 @@ use super::{
     ah::Ah,
     cq::Cq,
     device::Driver,
+    mr::{AccessFlags, Mr, RegWr},
     qp::{Qp, QpType},
 };
 use crate::{bindings, prelude::*};
@@ -67,7 +68,8 @@ pub struct SendWr<'a, T: Driver> {
     pub opcode: u32,
     /// `IB_SEND_*` flags.
     pub send_flags: u32,
-    /// Immediate data (big-endian, as stored) or rkey to invalidate.
+    /// Immediate data (big-endian, as stored) or rkey to invalidate (`IB_WR_LOCAL_INV`,
+    /// `IB_WR_SEND_WITH_INV`).
     pub ex: u32,
     /// Scatter/gather list.
     pub sges: &'a [Sge],
@@ -77,6 +79,8 @@ pub struct SendWr<'a, T: Driver> {
     pub atomic: Option<(u64, u64, u64, u32)>,
     /// Datagram QPs: destination.
     pub ud: Option<UdWr<'a, T>>,
+    /// Fast registration (`IB_WR_REG_MR`): the region, its new key and rights.
+    pub reg: Option<RegWr<'a, T>>,
 }
 
 /// A receive work request of a kernel consumer.
@@ -273,6 +277,21 @@ pub(crate) unsafe fn post_send<T: Driver>(
             } else {
                 None
             };
+            // `reg_wr.mr` is a region of this device: consumers register regions they
+            // allocated on the device of the QP.
+            let reg = if op == bindings::ib_wr_opcode_IB_WR_REG_MR {
+                let r = &*wr.cast::<bindings::ib_reg_wr>();
+                match NonNull::new(r.mr) {
+                    Some(mr) => Some(RegWr {
+                        mr: &*mr.as_ptr().cast::<Mr<T>>(),
+                        key: r.key,
+                        access: AccessFlags::from_raw(u32::from_ne_bytes(r.access.to_ne_bytes())),
+                    }),
+                    None => None,
+                }
+            } else {
+                None
+            };
             sges(w.sg_list, w.num_sge).and_then(|sges| {
                 T::post_send_wr(
                     qp,
@@ -285,6 +304,7 @@ pub(crate) unsafe fn post_send<T: Driver>(
                         rdma,
                         atomic,
                         ud,
+                        reg,
                     },
                 )
             })
@@ -292,6 +312,8 @@ pub(crate) unsafe fn post_send<T: Driver>(
         if let Err(e) = result {
             // SAFETY: `bad_wr` is valid for writes.
             unsafe { bad_wr.write(wr) };
+            // The work requests before the bad one are posted: they are carried out.
+            let _ = T::send_doorbell(qp);
             return Err(e);
         }
         // SAFETY: `wr` is valid.

@@ -277,6 +277,7 @@ fn send_wqe_gather_list() {
         length_check: LengthCheck::Strict,
         allow_embedded_av: false,
         gid_table_len: 16,
+        kernel: false,
     };
     let w = validate_send_wqe(&s, &p).unwrap();
     let SendData::Sges(l) = w.data() else {

@@ -194,13 +194,19 @@ fn opcodes_per_position() {
         ),
     ];
     for (op, [only, first, middle, last]) in cases {
-        assert_eq!(op.opcode(true, true), only);
-        assert_eq!(op.opcode(true, false), first);
-        assert_eq!(op.opcode(false, false), middle);
-        assert_eq!(op.opcode(false, true), last);
+        assert_eq!(op.opcode(true, true), Some(only));
+        assert_eq!(op.opcode(true, false), Some(first));
+        assert_eq!(op.opcode(false, false), Some(middle));
+        assert_eq!(op.opcode(false, true), Some(last));
     }
-    assert_eq!(WrOp::Read.opcode(false, true), O::RC_RDMA_READ_REQUEST);
-    assert_eq!(WrOp::CompareSwap.opcode(true, true), O::RC_COMPARE_SWAP);
+    assert_eq!(
+        WrOp::Read.opcode(false, true),
+        Some(O::RC_RDMA_READ_REQUEST)
+    );
+    assert_eq!(
+        WrOp::CompareSwap.opcode(true, true),
+        Some(O::RC_COMPARE_SWAP)
+    );
 }
 
 #[test]

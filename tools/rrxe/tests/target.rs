@@ -148,3 +148,51 @@ fn region_checks_pd_rights_and_bounds() {
         Err(AccessError::NoRight)
     );
 }
+
+/// A fast-registration region's bytes: pieces within one page each, the first one starting
+/// at the region's offset in its first page, no arithmetic overflow on hostile offsets.
+#[test]
+fn page_layout_walks_pieces_within_pages() {
+    use rrxe_proto::target::PageLayout;
+    let l = PageLayout {
+        page_size: 4096,
+        first: 100,
+    };
+    let mut got = Vec::new();
+    l.walk(0, 5000, (), |page, in_page, r| {
+        got.push((page, in_page, r));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(got, vec![(0, 100, 0..3996), (1, 0, 3996..5000)]);
+    got.clear();
+    l.walk(3996, 4096 * 2, (), |page, in_page, r| {
+        got.push((page, in_page, r));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(got, vec![(1, 0, 0..4096), (2, 0, 4096..8192)]);
+    assert_eq!(
+        l.walk(u64::MAX, 1, "overflow", |_, _, _| Ok(())),
+        Err("overflow")
+    );
+    let zero = PageLayout {
+        page_size: 0,
+        first: 0,
+    };
+    assert_eq!(
+        zero.walk(0, 1, "overflow", |_, _, _| Ok(())),
+        Err("overflow")
+    );
+    assert_eq!(zero.walk(0, 0, "overflow", |_, _, _| Ok(())), Ok(()));
+    // The callback's error stops the walk.
+    let mut calls = 0;
+    assert_eq!(
+        l.walk(0, 9000, "stop", |_, _, _| {
+            calls += 1;
+            Err("stop")
+        }),
+        Err("stop")
+    );
+    assert_eq!(calls, 1);
+}

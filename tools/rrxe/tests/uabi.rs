@@ -746,6 +746,7 @@ fn simulated_send_queue_and_completion_queue() {
         length_check: LengthCheck::Strict,
         allow_embedded_av: false,
         gid_table_len: 16,
+        kernel: false,
     };
     let mut sq = SendQueueState::new(sqg);
     let mut cq = KernelProducer::new(cqg);
@@ -949,6 +950,7 @@ fn params(qp: QpType) -> SendQueueParams {
         length_check: LengthCheck::Strict,
         allow_embedded_av: true,
         gid_table_len: 16,
+        kernel: false,
     }
 }
 

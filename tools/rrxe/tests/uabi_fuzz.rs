@@ -50,6 +50,7 @@ fn send_params() -> impl Strategy<Value = SendQueueParams> {
                 },
                 allow_embedded_av: av,
                 gid_table_len: gids,
+                kernel: false,
             },
         )
 }

@@ -75,7 +75,7 @@ fn uc_opcodes_match_the_opcode_table() {
             }
             assert_eq!(
                 op.opcode_on(Transport::Rc, first, last),
-                Some(op.opcode(first, last))
+                op.opcode(first, last)
             );
         }
         assert!(op.allowed_on(Transport::Rc));

@@ -1,23 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions: pinned user memory and the keys that name it.
+//! Memory regions: pinned user memory, fast-registration regions of kernel consumers, and
+//! the keys that name them.
 //!
-//! A key is `index << 8 | random byte` (as in the C driver, which interoperating peers do
+//! A key is `index << 8 | variable byte` (as in the C driver, which interoperating peers do
 //! not care about, but the random byte keeps keys from being guessed from the allocation
 //! order alone); the local and remote keys are the same. The device's table maps the index
 //! to the region, so the data path can resolve an lkey or rkey without the core's help and a
 //! stale key (same index, another byte) does not match.
+//!
+//! A user region ([`MrInner::User`]) is fixed at registration. A fast-registration region
+//! ([`MrInner::Fast`], `ib_alloc_mr`) goes through the states of IBA 10.6.1: *free* when
+//! allocated and after an invalidation (no key resolves), *valid* after an `IB_WR_REG_MR`
+//! (its key resolves to the pages last mapped with `ib_map_mr_sg`); *invalid* is the
+//! deregistered region, gone from the table. `ib_map_mr_sg` fills a staged page list; the
+//! registration, carried out by the requester in send queue order, copies it into the
+//! active one, so a mapping made for the next registration never changes what the current
+//! one names. Every access to a fast region copies under its lock, after checking again
+//! that the registration it was resolved under is still the current one.
 
 use crate::params::Charge;
 pub(crate) use crate::proto::target::Access as Need;
-use crate::proto::target::Region;
+use crate::proto::target::{PageLayout, Region};
 use crate::Rrxe;
+use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::{
-    mr::{AccessFlags, Mr, MrKeys, Umem, UserMrReq},
+    mr::{AccessFlags, Mr, MrKeys, MrSg, MrType, Umem, UserMrReq},
     pd::Pd,
+    wr::KernelDma,
+    BhGuard,
 };
-use kernel::sync::Arc;
+use kernel::sync::{Arc, SpinLock, SpinLockGuard};
 
 /// Access flags rrxe supports on memory regions.
 const SUPPORTED_ACCESS: AccessFlags = AccessFlags::LOCAL_WRITE
@@ -28,11 +42,23 @@ const SUPPORTED_ACCESS: AccessFlags = AccessFlags::LOCAL_WRITE
     // Hints a device may ignore (perftest asks for relaxed ordering).
     .union(AccessFlags::OPTIONAL);
 
+/// Most pages of a fast-registration region (`max_fast_reg_page_list_len`, rdma_rxe's
+/// `RXE_MAX_FMR_PAGE_LIST_LEN`).
+pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
+
 /// What the data path needs of a memory region.
 ///
 /// Shared between the region and the device's key table; dropping the last reference
 /// unpins the memory, which may sleep: the data path must not drop one in atomic context.
-pub(crate) struct MrInner {
+pub(crate) enum MrInner {
+    /// Registered user memory.
+    User(UserRegion),
+    /// A kernel consumer's fast-registration region.
+    Fast(FastRegion),
+}
+
+/// A user memory region, fixed at registration.
+pub(crate) struct UserRegion {
     /// The pinned user memory.
     umem: Umem,
     /// Start of the region as the wire and SGEs name it.
@@ -44,32 +70,255 @@ pub(crate) struct MrInner {
     /// The protection domain's identity.
     pd_id: u64,
     /// The key (lkey and rkey).
-    pub(crate) key: u32,
+    key: u32,
+}
+
+/// A fast-registration region.
+pub(crate) struct FastRegion {
+    /// The protection domain's identity.
+    pd_id: u64,
+    /// The region's index in the key table (the key's upper 24 bits).
+    index: u32,
+    /// Most pages a mapping may have.
+    max_pages: usize,
+    /// Kernel memory: the pages are DMA addresses a kernel consumer mapped.
+    dma: KernelDma,
+    /// The registration, under a lock taken with bottom halves disabled.
+    state: Pin<KBox<SpinLock<FastState>>>,
+}
+
+/// A page list and where the region lies in it.
+struct PageMap {
+    /// DMA addresses (kernel virtual addresses: rrxe is a virtual-DMA device) of the pages,
+    /// `max_pages` long; the first `npages` are the mapping.
+    pages: KVVec<u64>,
+    /// Pages in the mapping.
+    npages: usize,
+    /// Page size and the offset of the region in its first page.
+    layout: PageLayout,
+    /// Start of the region as SGEs and the wire name it.
+    iova: u64,
+    /// Length in bytes.
+    length: u64,
+}
+
+/// A fast-registration region's state.
+struct FastState {
+    /// Valid (registered, `key` resolves) or free.
+    valid: bool,
+    /// The current key.
+    key: u32,
+    /// Access rights of the registration.
+    access: AccessFlags,
+    /// Registrations so far: an access resolved under one registration fails once another
+    /// took its place.
+    generation: u32,
+    /// What the last `ib_map_mr_sg` mapped, for the next registration.
+    staged: PageMap,
+    /// What the current registration names.
+    active: PageMap,
+}
+
+impl PageMap {
+    fn new(max_pages: usize) -> Result<Self> {
+        Ok(Self {
+            pages: KVVec::from_elem(0u64, max_pages, GFP_KERNEL_ACCOUNT)?,
+            npages: 0,
+            layout: PageLayout::default(),
+            iova: 0,
+            length: 0,
+        })
+    }
 }
 
 impl MrInner {
-    /// Checks an access of `len` bytes at `va` by a QP of protection domain `pd_id`, and
-    /// returns the offset in the pinned memory: the region must be in the same PD, grant the
-    /// right and contain the whole range ([`Region::check`]).
-    pub(crate) fn check(&self, pd_id: u64, va: u64, len: u32, need: Need) -> Option<usize> {
-        let region = Region {
-            iova: self.iova,
-            length: self.length,
-            rights: self.access.bits(),
-            pd: self.pd_id,
+    /// Returns the key table index.
+    pub(crate) fn index(&self) -> u32 {
+        match self {
+            Self::User(u) => u.key >> 8,
+            Self::Fast(f) => f.index,
+        }
+    }
+
+    /// Returns `true` if `key` currently resolves to this region.
+    pub(crate) fn matches(&self, key: u32) -> bool {
+        match self {
+            Self::User(u) => u.key == key,
+            Self::Fast(f) => {
+                let st = f.lock();
+                st.valid && st.key == key
+            }
+        }
+    }
+
+    /// Checks an access of `len` bytes at `va` through `key` by a QP of protection domain
+    /// `pd_id`, and returns where it starts: the offset in the region and the registration
+    /// it was checked under. The region must be in the same PD, grant the right and contain
+    /// the whole range ([`Region::check`]); a fast region must be valid under `key`.
+    pub(crate) fn check(
+        &self,
+        key: u32,
+        pd_id: u64,
+        va: u64,
+        len: u32,
+        need: Need,
+    ) -> Option<(usize, u32)> {
+        let (region, generation) = match self {
+            Self::User(u) => (
+                Region {
+                    iova: u.iova,
+                    length: u.length,
+                    rights: u.access.bits(),
+                    pd: u.pd_id,
+                },
+                0,
+            ),
+            Self::Fast(f) => {
+                let st = f.lock();
+                if !st.valid || st.key != key {
+                    return None;
+                }
+                (
+                    Region {
+                        iova: st.active.iova,
+                        length: st.active.length,
+                        rights: st.access.bits(),
+                        pd: f.pd_id,
+                    },
+                    st.generation,
+                )
+            }
         };
         let off = region.check(pd_id, va, len, need).ok()?;
-        usize::try_from(off).ok()
+        Some((usize::try_from(off).ok()?, generation))
     }
 
-    /// Copies out of the region at a checked offset.
-    pub(crate) fn read(&self, off: usize, out: &mut [u8]) -> Result {
-        self.umem.copy_from(off, out)
+    /// Copies out of the region at an offset checked under registration `generation`.
+    pub(crate) fn read(&self, generation: u32, off: usize, out: &mut [u8]) -> Result {
+        match self {
+            Self::User(u) => u.umem.copy_from(off, out),
+            Self::Fast(f) => f.copy(generation, off, out.len(), |dma, addr, r| {
+                dma.read(addr, out.get_mut(r).ok_or(EINVAL)?)
+            }),
+        }
     }
 
-    /// Copies into the region at a checked offset.
-    pub(crate) fn write(&self, off: usize, data: &[u8]) -> Result {
-        self.umem.copy_to(off, data)
+    /// Copies into the region at an offset checked under registration `generation`.
+    pub(crate) fn write(&self, generation: u32, off: usize, data: &[u8]) -> Result {
+        match self {
+            Self::User(u) => u.umem.copy_to(off, data),
+            Self::Fast(f) => f.copy(generation, off, data.len(), |dma, addr, r| {
+                dma.write(addr, data.get(r).ok_or(EINVAL)?)
+            }),
+        }
+    }
+
+    /// Carries out an `IB_WR_REG_MR` of a QP of protection domain `pd_id`: the free fast
+    /// region of `key`'s index becomes valid under `key` with `access`, over the pages
+    /// staged for it. `EINVAL` for anything else (rdma_rxe's `rxe_reg_fast_mr()` checks).
+    pub(crate) fn fast_register(&self, pd_id: u64, key: u32, access: AccessFlags) -> Result {
+        let Self::Fast(f) = self else {
+            return Err(EINVAL);
+        };
+        if f.pd_id != pd_id || key >> 8 != f.index || !access.is_within(SUPPORTED_ACCESS) {
+            return Err(EINVAL);
+        }
+        let mut st = f.lock();
+        if st.valid {
+            return Err(EINVAL);
+        }
+        let st = &mut *st;
+        let n = st.staged.npages;
+        let src = st.staged.pages.get(..n).ok_or(EINVAL)?;
+        let dst = st.active.pages.get_mut(..n).ok_or(EINVAL)?;
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = *s;
+        }
+        st.active.npages = n;
+        st.active.layout = st.staged.layout;
+        st.active.iova = st.staged.iova;
+        st.active.length = st.staged.length;
+        st.key = key;
+        st.access = access;
+        st.generation = st.generation.wrapping_add(1);
+        st.valid = true;
+        Ok(())
+    }
+
+    /// Invalidates `key` for a QP of protection domain `pd_id` (`IB_WR_LOCAL_INV`, or a
+    /// received SEND with invalidate): the fast region it names becomes free. `EINVAL` if
+    /// `key` is not a fast region's current key in that PD (user regions cannot be
+    /// invalidated).
+    pub(crate) fn invalidate(&self, pd_id: u64, key: u32) -> Result {
+        let Self::Fast(f) = self else {
+            return Err(EINVAL);
+        };
+        let mut st = f.lock();
+        if f.pd_id != pd_id || st.key != key {
+            return Err(EINVAL);
+        }
+        st.valid = false;
+        Ok(())
+    }
+}
+
+impl FastRegion {
+    /// Takes the state's lock, with bottom halves disabled (the data path takes it in
+    /// softirq).
+    fn lock(&self) -> FastGuard<'_> {
+        let bh = BhGuard::new();
+        FastGuard {
+            guard: self.state.lock(),
+            _bh: bh,
+        }
+    }
+
+    /// Calls `f(dma, address, range)` for each piece, within one page, of the `len` bytes at
+    /// byte `off` of the region, under the lock and only if the registration is still
+    /// `generation`.
+    fn copy(
+        &self,
+        generation: u32,
+        off: usize,
+        len: usize,
+        mut f: impl FnMut(&KernelDma, u64, core::ops::Range<usize>) -> Result,
+    ) -> Result {
+        let st = self.lock();
+        if !st.valid || st.generation != generation {
+            return Err(EINVAL);
+        }
+        let end = off.checked_add(len).ok_or(EINVAL)?;
+        if u64::try_from(end)? > st.active.length {
+            return Err(EINVAL);
+        }
+        let pages = st.active.pages.get(..st.active.npages).ok_or(EINVAL)?;
+        st.active
+            .layout
+            .walk(u64::try_from(off)?, len, EINVAL, |page, in_page, r| {
+                let base = *pages.get(page).ok_or(EINVAL)?;
+                f(&self.dma, base.checked_add(in_page).ok_or(EINVAL)?, r)
+            })
+    }
+}
+
+/// The locked state of a fast region; bottom halves stay disabled while it is held.
+struct FastGuard<'a> {
+    // Dropped first: the lock is released before bottom halves are enabled again.
+    guard: SpinLockGuard<'a, FastState>,
+    _bh: BhGuard,
+}
+
+impl core::ops::Deref for FastGuard<'_> {
+    type Target = FastState;
+
+    fn deref(&self) -> &FastState {
+        &self.guard
+    }
+}
+
+impl core::ops::DerefMut for FastGuard<'_> {
+    fn deref_mut(&mut self) -> &mut FastState {
+        &mut self.guard
     }
 }
 
@@ -92,20 +341,21 @@ impl RrxeMr {
         let charge = data.mrs_used.take()?;
         let len = usize::try_from(req.length).map_err(|_| EINVAL)?;
         let umem = Umem::get(dev, req.start, len, req.access)?;
-        let inner = data.insert_mr(|key| {
+        let mut key = 0;
+        let inner = data.insert_mr(|k| {
+            key = k;
             Ok(Arc::new(
-                MrInner {
+                MrInner::User(UserRegion {
                     umem,
                     iova: req.iova,
                     length: req.length,
                     access: req.access,
                     pd_id: pd.data().id,
-                    key,
-                },
+                    key: k,
+                }),
                 GFP_KERNEL_ACCOUNT,
             )?)
         })?;
-        let key = inner.key;
         Ok((
             MrKeys {
                 lkey: key,
@@ -116,6 +366,122 @@ impl RrxeMr {
                 _charge: charge,
             },
         ))
+    }
+
+    /// Allocates a fast-registration region of at most `max_num_sg` pages (`ib_alloc_mr`),
+    /// free until an `IB_WR_REG_MR` registers it. Only `IB_MR_TYPE_MEM_REG` is supported.
+    pub(crate) fn alloc(
+        pd: &Pd<Rrxe>,
+        mr_type: MrType,
+        max_num_sg: u32,
+        dma: KernelDma,
+    ) -> Result<(MrKeys, Self)> {
+        if mr_type != MrType::MemReg {
+            return Err(EOPNOTSUPP);
+        }
+        if max_num_sg == 0 || max_num_sg > MAX_FAST_REG_PAGES {
+            return Err(EINVAL);
+        }
+        let max_pages = usize::try_from(max_num_sg)?;
+        let data = pd.device().data();
+        let charge = data.mrs_used.take()?;
+        let staged = PageMap::new(max_pages)?;
+        let active = PageMap::new(max_pages)?;
+        let pd_id = pd.data().id;
+        let mut key = 0;
+        let inner = data.insert_mr(|k| {
+            key = k;
+            let state = KBox::pin_init(
+                new_spinlock!(FastState {
+                    valid: false,
+                    key: k,
+                    access: AccessFlags::NONE,
+                    generation: 0,
+                    staged,
+                    active,
+                }),
+                GFP_KERNEL_ACCOUNT,
+            )?;
+            Ok(Arc::new(
+                MrInner::Fast(FastRegion {
+                    pd_id,
+                    index: k >> 8,
+                    max_pages,
+                    dma,
+                    state,
+                }),
+                GFP_KERNEL_ACCOUNT,
+            )?)
+        })?;
+        Ok((
+            MrKeys {
+                lkey: key,
+                rkey: key,
+            },
+            Self {
+                inner: Some(inner),
+                _charge: charge,
+            },
+        ))
+    }
+
+    /// Returns the fast region of `mr`, if it is one.
+    fn fast(mr: &Mr<Rrxe>) -> Result<&FastRegion> {
+        match mr.data().inner.as_deref() {
+            Some(MrInner::Fast(f)) => Ok(f),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// `ib_map_mr_sg`: maps a DMA-mapped scatterlist into the staged page list of a fast
+    /// region, through the core's `ib_sg_to_pages` (pages of the consumer's page size, the
+    /// first one's offset kept, `iova` and `length` set in the core's header).
+    pub(crate) fn map_sg(mr: &Mr<Rrxe>, sg: MrSg<'_>) -> Result<usize> {
+        let f = Self::fast(mr)?;
+        let page_size = u64::from(mr.page_size());
+        if !page_size.is_power_of_two() || page_size < u64::try_from(kernel::page::PAGE_SIZE)? {
+            return Err(EINVAL);
+        }
+        f.lock().staged.npages = 0;
+        let n = sg.to_pages(mr)?;
+        let mut st = f.lock();
+        st.staged.layout = PageLayout {
+            page_size,
+            first: mr.iova() & (page_size - 1),
+        };
+        st.staged.iova = mr.iova();
+        st.staged.length = mr.length();
+        Ok(n)
+    }
+
+    /// Takes the next page of a mapping `map_sg` is making; `ENOMEM` when the region's page
+    /// list is full (`ib_sg_to_pages` then stops, and reports how far it got).
+    pub(crate) fn map_page(mr: &Mr<Rrxe>, addr: u64) -> Result {
+        let f = Self::fast(mr)?;
+        let mut st = f.lock();
+        let n = st.staged.npages;
+        if n >= f.max_pages {
+            return Err(ENOMEM);
+        }
+        *st.staged.pages.get_mut(n).ok_or(ENOMEM)? = addr;
+        st.staged.npages = n + 1;
+        Ok(())
+    }
+
+    /// Prepares an `IB_WR_REG_MR` of `mr` with `key` when a QP of protection domain `pd_id`
+    /// posts it: the region must be a fast region of that PD and `key` must keep its index
+    /// (only the low byte may change, `ib_update_fast_reg_key`). The region's range as the
+    /// core's header has it now (the consumer may have moved `iova` since mapping) is what
+    /// the registration will name.
+    pub(crate) fn prepare_registration(mr: &Mr<Rrxe>, pd_id: u64, key: u32) -> Result {
+        let f = Self::fast(mr)?;
+        if f.pd_id != pd_id || key >> 8 != f.index {
+            return Err(EINVAL);
+        }
+        let mut st = f.lock();
+        st.staged.iova = mr.iova();
+        st.staged.length = mr.length();
+        Ok(())
     }
 
     /// The DMA region of a kernel consumer's PD (`ib_get_dma_mr`): local access to kernel
@@ -141,7 +507,7 @@ impl RrxeMr {
     /// Deregisters (`ibv_dereg_mr`): the key stops resolving before the memory is unpinned.
     pub(crate) fn dereg(mr: &Mr<Rrxe>, dev_data: &crate::device::RrxeDev) {
         if let Some(inner) = &mr.data().inner {
-            dev_data.free_mr_index(inner.key >> 8);
+            dev_data.free_mr_index(inner.index());
         }
     }
 }

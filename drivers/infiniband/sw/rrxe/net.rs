@@ -58,9 +58,15 @@ pub(crate) enum PortCounter {
     /// full: a requester with more READs and atomics outstanding than it negotiated. Its
     /// retry asks again.
     RepliesDropped,
+    /// Local operations (fast registration, local invalidation) that failed: the WQE
+    /// completed with `IB_WC_LOC_QP_OP_ERR`.
+    LocalOpErrors,
+    /// SENDs with invalidate received whose rkey could not be invalidated (NAK invalid
+    /// request).
+    BadInvalidates,
 }
 
-const NUM_STATS: usize = 14;
+const NUM_STATS: usize = 16;
 
 /// The names of the port counters.
 pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
@@ -78,6 +84,8 @@ pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
     StatDesc::new(c"bad_wqes"),
     StatDesc::new(c"tx_paused"),
     StatDesc::new(c"replies_dropped"),
+    StatDesc::new(c"local_op_errors"),
+    StatDesc::new(c"rcvd_bad_invalidate"),
 ];
 
 /// The port counters of a device.

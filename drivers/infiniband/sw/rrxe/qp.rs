@@ -5,11 +5,13 @@
 //! query and destroy. The data path is [`crate::engine`].
 
 use crate::engine::{QpSetup, QpShared};
+use crate::mr::RrxeMr;
 use crate::params::{self, Charge};
 use crate::proto::opcode::QpType as WireQpType;
 use crate::proto::uabi::{
-    self, AtomicWrFields, CreateQpRespFields, QueueGeometry, RdmaWrFields, RxeDmaInfoFields,
-    RxeRecvWqeFields, RxeSendWqeFields, RxeSendWrFields, UdWrFields, CACHE_LINE_SIZE,
+    self, AtomicWrFields, CreateQpRespFields, QueueGeometry, RdmaWrFields, RegWrFields,
+    RxeDmaInfoFields, RxeRecvWqeFields, RxeSendWqeFields, RxeSendWrFields, UdWrFields, WrOpcode,
+    CACHE_LINE_SIZE,
 };
 use crate::queue::SharedQueue;
 use crate::Rrxe;
@@ -215,6 +217,18 @@ impl RrxeQp {
                 rkey,
                 ..AtomicWrFields::default()
             });
+        }
+        if let Some(reg) = &wr.reg {
+            // The region is named by its key (no pointer goes into the WQE); the range it
+            // will name is taken now, as the consumer posts.
+            RrxeMr::prepare_registration(reg.mr, self.shared.pd_id, reg.key)?;
+            w.set_reg(RegWrFields {
+                key: reg.key,
+                access: reg.access.bits(),
+                ..RegWrFields::default()
+            });
+        } else if wr.opcode == WrOpcode::RegMr as u32 {
+            return Err(EINVAL);
         }
         if let Some(ud) = &wr.ud {
             w.set_ud(UdWrFields {

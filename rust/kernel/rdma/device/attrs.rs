@@ -140,6 +140,20 @@ pub mod kernel_cap {
     pub const LOCAL_DMA_LKEY: u64 = bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY as u64;
 }
 
+/// Capability flags of [`DeviceAttrs::device_cap_flags`] (`enum ib_device_cap_flags`).
+pub mod device_cap {
+    use crate::bindings;
+
+    /// Fast registration and local invalidation work requests, remote invalidation
+    /// (`IB_DEVICE_MEM_MGT_EXTENSIONS`): what kernel storage protocols require.
+    pub const MEM_MGT_EXTENSIONS: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+    /// The device generates RNR NAKs on RC QPs (`IB_DEVICE_RC_RNR_NAK_GEN`).
+    pub const RC_RNR_NAK_GEN: u64 = bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
+    /// The system image GUID is meaningful (`IB_DEVICE_SYS_IMAGE_GUID`).
+    pub const SYS_IMAGE_GUID: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+}
+
 /// Port capability flags of [`PortAttrs::port_cap_flags`].
 pub mod port_cap {
     /// The port supports connection management (`IB_PORT_CM_SUP` in `rdma/ib_mad.h`).
@@ -249,6 +263,8 @@ pub struct DeviceAttrs {
     pub max_srq_sge: u32,
     /// Maximum pages of a fast registration.
     pub max_fast_reg_page_list_len: u32,
+    /// Most pages of a signature (protection information) fast registration; 0: none.
+    pub max_pi_fast_reg_page_list_len: u32,
     /// Number of partition keys.
     pub max_pkeys: u16,
     /// Local CA ACK delay (4.096 us * 2^value).

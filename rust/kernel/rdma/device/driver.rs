@@ -18,10 +18,10 @@ use crate::{
     rdma::{
         ah::{Ah, AhInit},
         cq::{Cq, CqInit, NotifyFlags},
-        mr::{AccessFlags, Mr, MrKeys, UserMrReq},
+        mr::{AccessFlags, Mr, MrKeys, MrSg, MrType, UserMrReq},
         pd::Pd,
         qp::{Qp, QpAttrs, QpCaps, QpInit},
-        wr::{RecvWr, SendWr, Wc},
+        wr::{KernelDma, RecvWr, SendWr, Wc},
     },
 };
 
@@ -154,6 +154,37 @@ pub trait Driver: Sized + Send + Sync + 'static {
         pd: &Pd<Self>,
         access: AccessFlags,
     ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+
+    /// Allocates a fast-registration region for a kernel consumer (`ib_alloc_mr`) of at
+    /// most `max_num_sg` pages; returns its keys and the initialiser of its data. `dma`
+    /// lets the region reach the kernel memory the consumer will map into it.
+    ///
+    /// Implement it together with [`Driver::map_mr_sg`] and [`Driver::map_mr_page`].
+    fn alloc_mr(
+        _pd: &Pd<Self>,
+        _mr_type: MrType,
+        _max_num_sg: u32,
+        _dma: KernelDma,
+    ) -> Result<(MrKeys, Self::Mr)> {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Maps a kernel consumer's DMA-mapped scatterlist into a fast-registration region
+    /// (`ib_map_mr_sg`), normally by [`MrSg::to_pages`]; returns the number of entries
+    /// mapped.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    fn map_mr_sg(_mr: &Mr<Self>, _sg: MrSg<'_>) -> Result<usize> {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Takes the DMA address of the next page of a mapping that [`MrSg::to_pages`] is
+    /// making; an error stops the mapping there.
+    fn map_mr_page(_mr: &Mr<Self>, _addr: u64) -> Result {
+        Err(EOPNOTSUPP)
+    }
 
     /// Prepares the deregistration of a memory region; on success its data is dropped next.
     fn dereg_mr(mr: &Mr<Self>) -> Result;

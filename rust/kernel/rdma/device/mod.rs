@@ -31,8 +31,8 @@ mod ucontext;
 mod vtable;
 
 pub use attrs::{
-    core_cap, kernel_cap, port_cap, AtomicCap, DeviceAttrs, DriverId, LinkLayer, Mtu, PhysState,
-    PortAttrs, PortImmutable, PortNum, PortState, StatDesc, MGMT_MAD_SIZE,
+    core_cap, device_cap, kernel_cap, port_cap, AtomicCap, DeviceAttrs, DriverId, LinkLayer, Mtu,
+    PhysState, PortAttrs, PortImmutable, PortNum, PortState, StatDesc, MGMT_MAD_SIZE,
 };
 pub use driver::Driver;
 pub use registration::DriverRegistration;

@@ -93,6 +93,16 @@ impl<T: Driver> DeviceVTable<T> {
         reg_user_mr: Some(Self::reg_user_mr_callback),
         get_dma_mr: Some(Self::get_dma_mr_callback),
         dereg_mr: Some(Self::dereg_mr_callback),
+        alloc_mr: if T::HAS_ALLOC_MR {
+            Some(Self::alloc_mr_callback)
+        } else {
+            None
+        },
+        map_mr_sg: if T::HAS_MAP_MR_SG {
+            Some(Self::map_mr_sg_callback)
+        } else {
+            None
+        },
         size_ib_qp: kmalloc_size::<Qp<T>>(),
         create_ah: Some(Self::create_ah_callback),
         create_user_ah: Some(Self::create_ah_callback),
@@ -147,6 +157,7 @@ impl<T: Driver> DeviceVTable<T> {
                 max_srq_wr: a.max_srq_wr,
                 max_srq_sge: a.max_srq_sge,
                 max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
+                max_pi_fast_reg_page_list_len: a.max_pi_fast_reg_page_list_len,
                 max_pkeys: a.max_pkeys,
                 local_ca_ack_delay: a.local_ca_ack_delay,
                 ..pin_init::zeroed()
@@ -572,7 +583,39 @@ impl<T: Driver> DeviceVTable<T> {
 
     /// # Safety
     ///
-    /// `ibmr` was returned by `reg_user_mr`.
+    /// Called by `ib_alloc_mr()` with one of this driver's (kernel) PDs.
+    unsafe extern "C" fn alloc_mr_callback(
+        pd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: Forwarded from the core with the same contract.
+        match unsafe { mr::alloc::<T>(pd, mr_type, max_num_sg) } {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by `ib_map_mr_sg()` with a region from `alloc_mr` and a DMA-mapped scatterlist
+    /// of `sg_nents` entries; `sg_offset` null or valid.
+    unsafe extern "C" fn map_mr_sg_callback(
+        ibmr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        sg_nents: c_int,
+        sg_offset: *mut c_uint,
+    ) -> c_int {
+        // SAFETY: Forwarded from the core with the same contract.
+        match unsafe { mr::map_sg::<T>(ibmr, sg, sg_nents, sg_offset) } {
+            Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `ibmr` was returned by `reg_user_mr`, `get_dma_mr` or `alloc_mr`.
     unsafe extern "C" fn dereg_mr_callback(
         ibmr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,

@@ -108,6 +108,13 @@ impl DevShared {
     pub(crate) fn mr(&self, key: u32) -> Option<Arc<MrInner>> {
         let xa = self.mrs.lock();
         let mr = xa.get((key >> 8) as usize)?;
-        (mr.key == key).then(|| mr.into())
+        mr.matches(key).then(|| mr.into())
+    }
+
+    /// Returns the region at `key`'s index, whatever its current key and state (for fast
+    /// registration and invalidation, which check those themselves).
+    pub(crate) fn mr_at(&self, key: u32) -> Option<Arc<MrInner>> {
+        let xa = self.mrs.lock();
+        xa.get((key >> 8) as usize).map(Into::into)
     }
 }

@@ -19,14 +19,14 @@ use kernel::rdma::{
     ah::{Ah, AhInit},
     cq::{Cq, CqInit, NotifyFlags},
     device::{
-        core_cap, kernel_cap, port_cap, AtomicCap, Device, DeviceAttrs, Driver, DriverId,
-        LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState, StatDesc,
-        UContext, UData, MGMT_MAD_SIZE,
+        core_cap, device_cap, kernel_cap, port_cap, AtomicCap, Device, DeviceAttrs, Driver,
+        DriverId, LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState,
+        StatDesc, UContext, UData, MGMT_MAD_SIZE,
     },
-    mr::{AccessFlags, Mr, MrKeys, UserMrReq},
+    mr::{AccessFlags, Mr, MrKeys, MrSg, MrType, UserMrReq},
     pd::Pd,
     qp::{Qp, QpAttrs, QpCaps, QpInit},
-    wr::{RecvWr, SendWr, Wc},
+    wr::{KernelDma, RecvWr, SendWr, Wc},
 };
 
 #[vtable]
@@ -52,10 +52,17 @@ impl Driver for Rrxe {
         if udata.is_some_and(|u| u.in_len() != 0 || u.out_len() != 0) {
             return Err(EINVAL);
         }
-        // Only what is implemented is advertised: no SRQs, memory windows or fast
-        // registration yet.
+        // Only what is implemented is advertised: no SRQs or memory windows yet.
         Ok(DeviceAttrs {
             sys_image_guid: dev.data().guid,
+            // Fast registration, local and remote invalidation: what kernel storage
+            // protocols (nvme-rdma, iSER, NFS/RDMA, SMB Direct, RDS, o2iblnd) require.
+            device_cap_flags: device_cap::MEM_MGT_EXTENSIONS
+                | device_cap::RC_RNR_NAK_GEN
+                | device_cap::SYS_IMAGE_GUID,
+            max_fast_reg_page_list_len: crate::mr::MAX_FAST_REG_PAGES,
+            // No signature offload (`IB_MR_TYPE_INTEGRITY`).
+            max_pi_fast_reg_page_list_len: 0,
             max_qp: params::MAX_QP,
             max_qp_wr: params::MAX_QP_WR,
             max_send_sge: params::MAX_SGE,
@@ -239,6 +246,23 @@ impl Driver for Rrxe {
     ) -> Result<(MrKeys, impl PinInit<RrxeMr, Error>)> {
         let (keys, mr) = RrxeMr::dma(pd, access)?;
         Ok((keys, Ok::<_, Error>(mr)))
+    }
+
+    fn alloc_mr(
+        pd: &Pd<Self>,
+        mr_type: MrType,
+        max_num_sg: u32,
+        dma: KernelDma,
+    ) -> Result<(MrKeys, RrxeMr)> {
+        RrxeMr::alloc(pd, mr_type, max_num_sg, dma)
+    }
+
+    fn map_mr_sg(mr: &Mr<Self>, sg: MrSg<'_>) -> Result<usize> {
+        RrxeMr::map_sg(mr, sg)
+    }
+
+    fn map_mr_page(mr: &Mr<Self>, addr: u64) -> Result {
+        RrxeMr::map_page(mr, addr)
     }
 
     fn dereg_mr(mr: &Mr<Self>) -> Result {

@@ -10,6 +10,10 @@
 //! consumer's scatter list names kernel memory by DMA address instead; only a kernel
 //! consumer's QP has one, and its range is checked on each copy.
 //!
+//! Fast registration and invalidation (`IB_WR_REG_MR`, `IB_WR_LOCAL_INV`, a received SEND
+//! with invalidate) change which key resolves to a kernel consumer's fast region; they go
+//! through the same key table ([`QpShared::fast_register`], [`QpShared::invalidate`]).
+//!
 //! Scatter lists are split into per-SGE pieces by the wire core's [`SgeList::walk`]; each
 //! piece is resolved on its own.
 
@@ -31,6 +35,8 @@ pub(super) enum Mem<'a> {
         mr: Arc<MrInner>,
         /// Offset of the access in the region.
         off: usize,
+        /// The registration it was checked under (fast regions).
+        generation: u32,
     },
     /// Kernel memory at DMA address `addr` (a kernel consumer's `local_dma_lkey`).
     Kernel {
@@ -45,7 +51,11 @@ impl Mem<'_> {
     /// Copies `out.len()` bytes from byte `at` of the access.
     pub(super) fn read(&self, at: usize, out: &mut [u8]) -> Result {
         match self {
-            Self::Region { mr, off } => mr.read(off.checked_add(at).ok_or(EINVAL)?, out),
+            Self::Region {
+                mr,
+                off,
+                generation,
+            } => mr.read(*generation, off.checked_add(at).ok_or(EINVAL)?, out),
             Self::Kernel { dma, addr } => dma.read(offset(*addr, at)?, out),
         }
     }
@@ -53,7 +63,11 @@ impl Mem<'_> {
     /// Copies `data` to byte `at` of the access.
     pub(super) fn write(&self, at: usize, data: &[u8]) -> Result {
         match self {
-            Self::Region { mr, off } => mr.write(off.checked_add(at).ok_or(EINVAL)?, data),
+            Self::Region {
+                mr,
+                off,
+                generation,
+            } => mr.write(*generation, off.checked_add(at).ok_or(EINVAL)?, data),
             Self::Kernel { dma, addr } => dma.write(offset(*addr, at)?, data),
         }
     }
@@ -80,8 +94,30 @@ impl QpShared {
             return Ok(Mem::Kernel { dma, addr: va });
         }
         let mr = self.dev.mr(key).ok_or(EINVAL)?;
-        let off = mr.check(self.pd_id, va, len, need).ok_or(EINVAL)?;
-        Ok(Mem::Region { mr, off })
+        let (off, generation) = mr.check(key, self.pd_id, va, len, need).ok_or(EINVAL)?;
+        Ok(Mem::Region {
+            mr,
+            off,
+            generation,
+        })
+    }
+
+    /// Carries out a fast registration (`IB_WR_REG_MR`) for this QP.
+    pub(super) fn fast_register(&self, key: u32, access: u32) -> Result {
+        self.dev.mr_at(key).ok_or(EINVAL)?.fast_register(
+            self.pd_id,
+            key,
+            kernel::rdma::mr::AccessFlags::from_raw(access),
+        )
+    }
+
+    /// Invalidates `rkey` for this QP (`IB_WR_LOCAL_INV`, or a received SEND with
+    /// invalidate).
+    pub(super) fn invalidate(&self, rkey: u32) -> Result {
+        self.dev
+            .mr_at(rkey)
+            .ok_or(EINVAL)?
+            .invalidate(self.pd_id, rkey)
     }
 
     /// Checks every piece of the first `len` bytes of a local scatter list for `need`.

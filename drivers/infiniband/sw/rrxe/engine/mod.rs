@@ -129,7 +129,7 @@ pub(crate) struct QpShared {
     qpn: u32,
     /// RC, UC or UD.
     qp_type: WireQpType,
-    pd_id: u64,
+    pub(crate) pd_id: u64,
     ifindex: i32,
     sig_all: bool,
     dev: Arc<DevShared>,
@@ -322,6 +322,8 @@ impl QpShared {
                 length_check: LengthCheck::SgeSum,
                 allow_embedded_av: false,
                 gid_table_len: params::GID_TABLE_LEN,
+                // A kernel consumer's ring is never mapped to userspace.
+                kernel: s.kernel.is_some(),
             },
             rq_params: RecvQueueParams {
                 max_sge: s.caps.max_recv_sge,

@@ -10,6 +10,12 @@
 //! it. The sender decides what to transmit (its window, go-back-N, the RNR wait) and which
 //! WQEs complete; [`QpShared::drain_actions`] carries out what it asks for.
 //!
+//! Local operations (fast registration, local invalidation) take no PSN: the sender hands
+//! each out when it reaches it in send queue order ([`Sender::next_local`]), and it is
+//! carried out here, through the device's key table, before anything after it is sent.
+//!
+//! [`Sender::next_local`]: crate::proto::rc::Sender::next_local
+//!
 //! A UC QP's sender runs in its UC mode ([`Transport::Uc`], chosen by `sender_config()`):
 //! it emits the UC opcodes without AckReq, completes a WQE once its last packet is handed
 //! out, never asks for the retransmit timer and refuses READ and atomics; this file treats
@@ -111,7 +117,24 @@ impl QpShared {
         // At most `TX_BUDGET` packets per run (a UC sender's window does not bound it: a
         // packet handed out is done); the QP's BH work carries on.
         let mut budget = TX_BUDGET;
-        while let Some(p) = e.sender.next_packet() {
+        loop {
+            // A local operation the sender reached is carried out here, in send queue order.
+            if let Some((id, op)) = e.sender.next_local() {
+                let ok = self.run_local(e, id, op).is_ok();
+                if !ok {
+                    self.dev.stats.inc(PortCounter::LocalOpErrors);
+                }
+                e.sender.local_done(id, ok);
+                budget -= 1;
+                if budget == 0 {
+                    self.kick.queue(self);
+                    break;
+                }
+                continue;
+            }
+            let Some(p) = e.sender.next_packet() else {
+                break;
+            };
             let sent = self.send_request(e, &p);
             if sent == Err(ENOBUFS) && e.sender.unsend(&p) {
                 // The transmit queue is full: the packet waits, and the QP with it, for
@@ -215,6 +238,17 @@ impl QpShared {
             solicited: wqe.flags().contains(SendFlags::SOLICITED),
             fence: wqe.flags().contains(SendFlags::FENCE),
         })
+    }
+
+    /// Carries out the local operation whose copy is shadow slot `id`: a fast registration
+    /// or a local invalidation.
+    fn run_local(&self, e: &Engine, id: u32, op: WrOp) -> Result {
+        let wqe = e.shadow.wqe(id).ok_or(EINVAL)?;
+        match (op, *wqe.op()) {
+            (WrOp::RegMr, SendOp::RegMr { key, access }) => self.fast_register(key, access),
+            (WrOp::LocalInv, SendOp::LocalInv { rkey }) => self.invalidate(rkey),
+            _ => Err(EINVAL),
+        }
     }
 
     /// Builds and transmits one request packet of a WQE in flight.

@@ -85,11 +85,14 @@ impl QpShared {
                     .map_err(|_| LocalError::RemoteAccess)
             }
         };
-        // No memory region of rrxe can be invalidated remotely (there are no memory windows
-        // or fast-registered regions yet), so a SEND with invalidate is an invalid request,
-        // as rdma_rxe answers for regions of the wrong type.
+        // A SEND with invalidate frees the fast-registered region its rkey names, in this
+        // QP's PD, before its receive completes; an rkey that names no such region (a user
+        // region, another PD, a stale key) is an invalid request, as rdma_rxe answers.
         let placed = match (placed, out.complete.and_then(|c| c.inv_rkey)) {
-            (Ok(()), Some(_)) => Err(LocalError::BadInvalidate),
+            (Ok(()), Some(rkey)) => self.invalidate(rkey).map_err(|_| {
+                self.dev.stats.inc(PortCounter::BadInvalidates);
+                LocalError::BadInvalidate
+            }),
             (p, _) => p,
         };
         let out = match placed {

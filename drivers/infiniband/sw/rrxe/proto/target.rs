@@ -187,3 +187,54 @@ impl Region {
         Ok(off)
     }
 }
+
+/// Where the bytes of a region made of a page list lie (a fast-registration region): the
+/// region starts `first` bytes into the first of its pages, each `page_size` bytes long.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageLayout {
+    /// Bytes per page (a power of two).
+    pub page_size: u64,
+    /// Offset of the region's first byte in its first page.
+    pub first: u64,
+}
+
+impl PageLayout {
+    /// Calls `f(page, offset_in_page, range)` for each piece, within one page, of the `len`
+    /// bytes at byte `off` of the region, in order, where `range` is the piece's place in a
+    /// buffer of `len` bytes; stops at `f`'s first error. Returns `overflow` if a position
+    /// does not fit in 64 bits or the page size is 0.
+    pub fn walk<E>(
+        &self,
+        off: u64,
+        len: usize,
+        overflow: E,
+        mut f: impl FnMut(usize, u64, core::ops::Range<usize>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let Some(mut pos) = self.first.checked_add(off) else {
+            return Err(overflow);
+        };
+        let mut done = 0usize;
+        while let Some(left) = len.checked_sub(done).filter(|&l| l > 0) {
+            let (Some(in_page), Some(page)) = (
+                pos.checked_rem(self.page_size),
+                pos.checked_div(self.page_size),
+            ) else {
+                return Err(overflow);
+            };
+            // `in_page < page_size`: the page has room for at least one byte.
+            let room = self.page_size.wrapping_sub(in_page);
+            let n = usize::try_from(room).map_or(left, |r| r.min(left));
+            let (Ok(page), Some(end), Some(next)) = (
+                usize::try_from(page),
+                done.checked_add(n),
+                u64::try_from(n).ok().and_then(|n| pos.checked_add(n)),
+            ) else {
+                return Err(overflow);
+            };
+            f(page, in_page, done..end)?;
+            done = end;
+            pos = next;
+        }
+        Ok(())
+    }
+}

@@ -453,11 +453,10 @@ impl<const N: usize> Sender<N> {
             return false;
         }
         self.una = new_una;
-        while let Some(slot) = self.slot(self.done) {
-            if new_una.diff(slot.end_psn()) < 0 {
-                break;
-            }
-            self.done = self.done.wrapping_add(1);
+        self.advance_done();
+        if self.dead {
+            // A failed local operation became the oldest WQE.
+            return true;
         }
         if self.tx_slot < self.done || self.cursor_psn().diff(new_una) < 0 {
             self.seek(new_una);
@@ -500,7 +499,7 @@ impl<const N: usize> Sender<N> {
     }
 
     /// Completes the oldest unacknowledged WQE with `status` and enters the error state.
-    fn fail(&mut self, status: WcStatus) {
+    pub(super) fn fail(&mut self, status: WcStatus) {
         self.dead = true;
         self.error = Some(status);
         self.error_pending = true;

@@ -267,6 +267,20 @@ le_struct! {
     }
 }
 
+le_struct! {
+    /// `wr.reg` of `struct rxe_send_wr` (`IB_WR_REG_MR`, kernel consumers only). Upstream
+    /// keeps a `struct ib_mr *` in `mr`; rrxe names the region by `key`'s index instead and
+    /// leaves `mr` 0.
+    RegWr, RegWrFields, 16 {
+        /// Upstream's region pointer; 0.
+        mr: u64 = 0,
+        /// The new key.
+        key: u32 = 8,
+        /// `IB_ACCESS_*` flags.
+        access: u32 = 12,
+    }
+}
+
 /// Offset of the `wr` union inside `struct rxe_send_wr`.
 const SEND_WR_UNION_OFFSET: usize = 24;
 
@@ -311,6 +325,8 @@ union_accessors! {
     ud, set_ud: UdWrFields;
     /// Returns the union as `wr.mw`.
     mw, set_mw: MwWrFields;
+    /// Returns the union as `wr.reg`.
+    reg, set_reg: RegWrFields;
 }
 
 le_struct! {
@@ -492,6 +508,8 @@ const _: () = {
     assert!(SEND_WR_UNION_OFFSET + off(MwWrFields::LAYOUT, "mw_rkey") == 44);
     assert!(SEND_WR_UNION_OFFSET + off(MwWrFields::LAYOUT, "rkey") == 48);
     assert!(SEND_WR_UNION_OFFSET + off(MwWrFields::LAYOUT, "access") == 52);
+    assert!(SEND_WR_UNION_OFFSET + off(RegWrFields::LAYOUT, "key") == 32);
+    assert!(SEND_WR_UNION_OFFSET + off(RegWrFields::LAYOUT, "access") == 36);
     assert!(RxeSgeFields::LEN == 16);
     assert!(off(RxeSgeFields::LAYOUT, "length") == 8);
     assert!(off(RxeSgeFields::LAYOUT, "lkey") == 12);

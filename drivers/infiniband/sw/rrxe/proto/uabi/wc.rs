@@ -60,6 +60,8 @@ pub enum WcOpcode {
     Flush = 8,
     /// ATOMIC WRITE.
     AtomicWrite = 9,
+    /// Fast registration (`IB_WC_REG_MR`, kernel completions only).
+    RegMr = 10,
     /// Receive of a SEND.
     Recv = 128,
     /// Receive of an RDMA WRITE with immediate.

@@ -6,12 +6,12 @@
 use super::super::opcode::{lookup, Op, Opcode, Position, QpType};
 use super::wc::WcOpcode;
 
-/// A work-request opcode accepted from a user send WQE (`IB_UVERBS_WR_*` = `IBV_WR_*` =
-/// `IB_WR_*`).
+/// A work-request opcode of a send WQE (`IB_UVERBS_WR_*` = `IBV_WR_*` = `IB_WR_*`).
 ///
 /// Not representable, hence always rejected: `IB_WR_LSO`/TSO (10), `RDMA_READ_WITH_INV` (11,
 /// which upstream lists for RC but cannot turn into a packet), the masked atomics (12, 13),
-/// and the kernel-only [`Self::KERNEL_REG_MR`] and `IB_WR_RESERVED*` values.
+/// and the `IB_WR_RESERVED*` values. [`Self::RegMr`] is kernel-only: [`Self::from_raw`]
+/// (user WQEs) refuses it, [`Self::from_raw_kernel`] accepts it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum WrOpcode {
@@ -39,11 +39,15 @@ pub enum WrOpcode {
     Flush = 14,
     /// ATOMIC WRITE.
     AtomicWrite = 15,
+    /// Fast registration of a memory region (`IB_WR_REG_MR`, local operation; kernel
+    /// consumers only).
+    RegMr = 0x20,
 }
 
 impl WrOpcode {
-    /// `IB_WR_REG_MR`: kernel-only. Upstream accepts it from user WQEs and then dereferences a
-    /// `struct ib_mr *` read from the user-writable slot (`rxe_reg_fast_mr()`).
+    /// `IB_WR_REG_MR`: kernel-only ([`Self::RegMr`]). Upstream accepts it from user WQEs and
+    /// then dereferences a `struct ib_mr *` read from the user-writable slot
+    /// (`rxe_reg_fast_mr()`); [`Self::from_raw`] refuses it.
     #[cfg(rrxe_host)]
     pub const KERNEL_REG_MR: u32 = 0x20;
 
@@ -83,6 +87,15 @@ impl WrOpcode {
         })
     }
 
+    /// Decodes a raw opcode of a kernel consumer's WQE: [`Self::from_raw`]'s, plus
+    /// [`Self::RegMr`].
+    pub const fn from_raw_kernel(raw: u32) -> Option<Self> {
+        match raw {
+            0x20 => Some(Self::RegMr),
+            _ => Self::from_raw(raw),
+        }
+    }
+
     /// Returns the raw value.
     #[cfg(rrxe_host)]
     pub const fn raw(self) -> u32 {
@@ -99,7 +112,7 @@ impl WrOpcode {
             Self::AtomicFetchAndAdd => Op::FetchAdd,
             Self::Flush => Op::Flush,
             Self::AtomicWrite => Op::AtomicWrite,
-            Self::LocalInv | Self::BindMw => return None,
+            Self::LocalInv | Self::BindMw | Self::RegMr => return None,
         })
     }
 
@@ -169,7 +182,7 @@ impl WrOpcode {
     pub fn allowed_on(self, qp: QpType) -> bool {
         match self {
             Self::LocalInv => qp == QpType::Rc,
-            Self::BindMw => matches!(qp, QpType::Rc | QpType::Uc),
+            Self::BindMw | Self::RegMr => matches!(qp, QpType::Rc | QpType::Uc),
             _ => self.packet_opcode(qp, Position::Only).is_some(),
         }
     }
@@ -186,6 +199,7 @@ impl WrOpcode {
             Self::BindMw => WcOpcode::BindMw,
             Self::Flush => WcOpcode::Flush,
             Self::AtomicWrite => WcOpcode::AtomicWrite,
+            Self::RegMr => WcOpcode::RegMr,
         }
     }
 }

@@ -117,9 +117,18 @@ pub(super) struct Slot {
     pub(super) wqe: PostedWqe,
     pub(super) first_psn: Psn,
     pub(super) npsn: u32,
+    /// A local operation's outcome once the caller carried it out ([`Sender::local_done`]):
+    /// `Some(true)` if it succeeded.
+    pub(super) ran: Option<bool>,
 }
 
 impl Slot {
+    /// Returns `true` for a local operation not yet carried out successfully: the transmit
+    /// cursor stops there (and `seek` puts it there) until it is.
+    pub(super) fn local_pending(&self) -> bool {
+        self.wqe.op.is_local() && self.ran != Some(true)
+    }
+
     /// One past the last PSN of the WQE.
     pub(super) fn end_psn(&self) -> Psn {
         self.first_psn.wrapping_add(self.npsn)
@@ -311,6 +320,7 @@ impl<const N: usize> Sender<N> {
             wqe,
             first_psn: self.post_psn,
             npsn,
+            ran: None,
         };
         self.post_psn = self.post_psn.wrapping_add(npsn);
         self.len = self.len.wrapping_add(1);
@@ -323,8 +333,20 @@ impl<const N: usize> Sender<N> {
     /// Call [`Sender::poll`] afterwards: the first packet sent arms the retransmit timer
     /// (RC); on UC, a WQE whose last packet this was completes.
     pub fn next_packet(&mut self) -> Option<TxPacket> {
-        if self.dead || self.rnr_wait || self.tx_slot >= self.len {
+        if self.dead || self.rnr_wait {
             return None;
+        }
+        // Local operations carried out already (met again after a go-back-N) are passed
+        // over; one that is not stops the cursor until `next_local` hands it out.
+        while let Some(s) = self.slot(self.tx_slot) {
+            if !s.wqe.op.is_local() {
+                break;
+            }
+            if s.ran != Some(true) {
+                return None;
+            }
+            self.tx_slot = self.tx_slot.wrapping_add(1);
+            self.tx_pkt = 0;
         }
         let slot = *self.slot(self.tx_slot)?;
         let psn = slot.first_psn.wrapping_add(self.tx_pkt);
@@ -336,14 +358,8 @@ impl<const N: usize> Sender<N> {
             return None;
         }
         if self.tx_pkt == 0 && (slot.wqe.fence || slot.wqe.op.is_read_or_atomic()) {
-            // Initiator depth and fences: count the READ and atomic requests sent and not
-            // completed.
-            let mut outstanding = 0u32;
-            for off in self.done..self.tx_slot {
-                if self.slot(off).is_some_and(|s| s.wqe.op.is_read_or_atomic()) {
-                    outstanding = outstanding.wrapping_add(1);
-                }
-            }
+            // Initiator depth and fences.
+            let outstanding = self.reads_outstanding();
             if (slot.wqe.fence && outstanding > 0)
                 || (slot.wqe.op.is_read_or_atomic() && outstanding >= self.cfg.max_rd_atomic)
             {
@@ -388,9 +404,7 @@ impl<const N: usize> Sender<N> {
             // Unreliable: nothing will acknowledge the packet, it is done once handed out;
             // the WQE completes with its last packet.
             self.una = end;
-            if last {
-                self.done = self.done.wrapping_add(1);
-            }
+            self.advance_done();
         } else if !self.rto_armed {
             self.rto_armed = true;
             self.rto_cmd = Some(true);
@@ -412,6 +426,90 @@ impl<const N: usize> Sender<N> {
             reth_len,
             retransmit,
         })
+    }
+
+    /// Returns the local operation ([`WrOp::is_local`]) the transmit cursor stands at, for
+    /// the caller to carry out now and report with [`Sender::local_done`]: its id and
+    /// operation. `None` if the cursor is elsewhere, or the operation must wait (the error
+    /// state, an RNR wait, SQ drain, or a fence with READs or atomics outstanding).
+    ///
+    /// A local operation runs when every earlier WQE has been handed out, in send queue
+    /// order, as in rxe's requester; it completes once every earlier WQE has completed.
+    pub fn next_local(&mut self) -> Option<(u32, WrOp)> {
+        if self.dead || self.rnr_wait || self.tx_pkt != 0 {
+            return None;
+        }
+        let slot = *self.slot(self.tx_slot)?;
+        if !slot.wqe.op.is_local() || slot.ran.is_some() {
+            return None;
+        }
+        if self.draining && slot.first_psn.diff(self.max_sent) >= 0 {
+            return None;
+        }
+        if slot.wqe.fence && self.reads_outstanding() > 0 {
+            return None;
+        }
+        Some((slot.wqe.id, slot.wqe.op))
+    }
+
+    /// Reports the outcome of the local operation [`Sender::next_local`] returned: on
+    /// success the cursor moves past it; on failure it stops there, and once every earlier
+    /// WQE has completed the operation completes with [`super::WcStatus::LocQpOpErr`] and the
+    /// send side enters the error state. Ignored unless `id` is that operation.
+    pub fn local_done(&mut self, id: u32, ok: bool) {
+        let i = self.index(self.tx_slot);
+        if self.tx_slot >= self.len || self.tx_pkt != 0 {
+            return;
+        }
+        let Some(slot) = self.ring.get_mut(i) else {
+            return;
+        };
+        if slot.wqe.id != id || !slot.wqe.op.is_local() || slot.ran.is_some() {
+            return;
+        }
+        slot.ran = Some(ok);
+        if ok {
+            self.tx_slot = self.tx_slot.wrapping_add(1);
+        }
+        self.advance_done();
+    }
+
+    /// Counts the READ and atomic requests sent and not completed.
+    fn reads_outstanding(&self) -> u32 {
+        let mut outstanding = 0u32;
+        for off in self.done..self.tx_slot {
+            if self.slot(off).is_some_and(|s| s.wqe.op.is_read_or_atomic()) {
+                outstanding = outstanding.wrapping_add(1);
+            }
+        }
+        outstanding
+    }
+
+    /// Counts as done the oldest WQEs that are: on RC those acknowledged (`una` is past their
+    /// PSNs), on UC those handed out, and local operations carried out once every earlier
+    /// WQE is done. A failed local operation that is the oldest fails the send side.
+    pub(super) fn advance_done(&mut self) {
+        while let Some(slot) = self.slot(self.done).copied() {
+            if slot.wqe.op.is_local() {
+                match slot.ran {
+                    Some(true) => {}
+                    Some(false) => {
+                        if !self.dead {
+                            self.fail(super::WcStatus::LocQpOpErr);
+                        }
+                        return;
+                    }
+                    None => return,
+                }
+            } else if self.cfg.transport == Transport::Uc {
+                if self.done >= self.tx_slot {
+                    return;
+                }
+            } else if self.una.diff(slot.end_psn()) < 0 {
+                return;
+            }
+            self.done = self.done.wrapping_add(1);
+        }
     }
 
     /// Takes back `p`, the packet [`Sender::next_packet`] just returned, which could not be
@@ -461,7 +559,8 @@ impl<const N: usize> Sender<N> {
     pub(super) fn seek(&mut self, psn: Psn) {
         let mut off = self.done;
         while let Some(slot) = self.slot(off).copied() {
-            if slot.contains(psn) {
+            // A local operation not yet carried out comes before every PSN it precedes.
+            if slot.contains(psn) || (slot.local_pending() && slot.first_psn == psn) {
                 self.tx_slot = off;
                 self.tx_pkt = psn.diff(slot.first_psn).unsigned_abs();
                 return;

@@ -31,11 +31,16 @@ pub enum WrOp {
     CompareSwap,
     /// `IB_WR_ATOMIC_FETCH_AND_ADD`.
     FetchAdd,
+    /// `IB_WR_LOCAL_INV`: a local operation (no packet, no PSN), carried out when the
+    /// sender reaches it in send queue order.
+    LocalInv,
+    /// `IB_WR_REG_MR` (kernel consumers' fast registration): a local operation.
+    RegMr,
 }
 
 impl WrOp {
     /// Returns the operation a send WQE's opcode asks for, if the sender carries it out
-    /// (local operations, memory windows, FLUSH and ATOMIC WRITE are not).
+    /// (memory window binds, FLUSH and ATOMIC WRITE are not).
     pub const fn from_wr_opcode(op: WrOpcode) -> Option<Self> {
         Some(match op {
             WrOpcode::Send => Self::Send,
@@ -46,6 +51,8 @@ impl WrOp {
             WrOpcode::RdmaRead => Self::Read,
             WrOpcode::AtomicCmpAndSwp => Self::CompareSwap,
             WrOpcode::AtomicFetchAndAdd => Self::FetchAdd,
+            WrOpcode::LocalInv => Self::LocalInv,
+            WrOpcode::RegMr => Self::RegMr,
             _ => return None,
         })
     }
@@ -56,24 +63,36 @@ impl WrOp {
         matches!(self, Self::Read | Self::CompareSwap | Self::FetchAdd)
     }
 
+    /// Returns `true` for the local operations, which send no packet and take no PSN: the
+    /// sender hands them to its caller to carry out ([`Sender::next_local`]) when it
+    /// reaches them in send queue order.
+    ///
+    /// [`Sender::next_local`]: super::Sender::next_local
+    pub const fn is_local(self) -> bool {
+        matches!(self, Self::LocalInv | Self::RegMr)
+    }
+
     /// Returns `true` if the request packets carry the WQE's data as payload.
     pub const fn has_payload(self) -> bool {
-        !self.is_read_or_atomic()
+        !self.is_read_or_atomic() && !self.is_local()
     }
 
     /// Returns how many PSNs a WQE of `len` bytes uses at path MTU `mtu`.
     pub fn psn_count(self, len: u32, mtu: PathMtu) -> u32 {
         match self {
+            Self::LocalInv | Self::RegMr => 0,
             Self::CompareSwap | Self::FetchAdd => 1,
             _ => mtu.packets(len),
         }
     }
 
     /// Returns the RC opcode of a request packet of this operation at the given position
-    /// (rxe `next_opcode_rc()`); READ and atomics are always single-packet.
-    pub const fn opcode(self, first: bool, last: bool) -> Opcode {
+    /// (rxe `next_opcode_rc()`); READ and atomics are always single-packet; `None` for the
+    /// local operations, which have no packets.
+    pub const fn opcode(self, first: bool, last: bool) -> Option<Opcode> {
         use Opcode as O;
-        match (self, first, last) {
+        Some(match (self, first, last) {
+            (Self::LocalInv | Self::RegMr, _, _) => return None,
             (Self::Read, _, _) => O::RC_RDMA_READ_REQUEST,
             (Self::CompareSwap, _, _) => O::RC_COMPARE_SWAP,
             (Self::FetchAdd, _, _) => O::RC_FETCH_ADD,
@@ -91,7 +110,7 @@ impl WrOp {
             (Self::Write, false, true) => O::RC_RDMA_WRITE_LAST,
             (Self::WriteWithImm, true, true) => O::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
             (Self::WriteWithImm, false, true) => O::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
-        }
+        })
     }
 
     /// Returns the UC opcode of a request packet of this operation at the given position
@@ -103,22 +122,23 @@ impl WrOp {
     /// [`OpInfo::counterpart`]: super::super::super::opcode::OpInfo::counterpart
     pub fn uc_opcode(self, first: bool, last: bool) -> Option<Opcode> {
         let uc = |opcode: Opcode| opcode.info()?.counterpart(QpType::Uc);
-        uc(self.opcode(true, true))?;
-        uc(self.opcode(first, last)).map(|i| i.opcode)
+        uc(self.opcode(true, true)?)?;
+        uc(self.opcode(first, last)?).map(|i| i.opcode)
     }
 
     /// Returns the opcode of a request packet of this operation at the given position on
     /// `transport`, or `None` if the transport does not carry the operation.
     pub fn opcode_on(self, transport: Transport, first: bool, last: bool) -> Option<Opcode> {
         match transport {
-            Transport::Rc => Some(self.opcode(first, last)),
+            Transport::Rc => self.opcode(first, last),
             Transport::Uc => self.uc_opcode(first, last),
         }
     }
 
-    /// Returns `true` if `transport` carries this operation.
+    /// Returns `true` if `transport` carries this operation (the local operations are
+    /// carried on both).
     pub fn allowed_on(self, transport: Transport) -> bool {
-        self.opcode_on(transport, true, true).is_some()
+        self.is_local() || self.opcode_on(transport, true, true).is_some()
     }
 }
 

@@ -35,6 +35,9 @@ pub struct SendQueueParams {
     pub allow_embedded_av: bool,
     /// Size of the port's GID table, to bound `sgid_index` of an embedded AV.
     pub gid_table_len: u32,
+    /// The ring is a kernel consumer's (never mapped to userspace): the kernel-only
+    /// [`WrOpcode::RegMr`] is accepted.
+    pub kernel: bool,
 }
 
 /// Remote address and key of an RDMA, atomic or FLUSH operation.
@@ -132,6 +135,14 @@ pub enum SendOp {
     },
     /// Memory window bind; the MW layer checks the keys, access and range.
     BindMw(MwWrFields),
+    /// Fast registration (kernel consumers only): the region whose key has `key`'s index
+    /// becomes valid under `key`, with `access`, over the pages its owner mapped last.
+    RegMr {
+        /// The new key (lkey and rkey); only its low byte may differ from the region's.
+        key: u32,
+        /// `IB_ACCESS_*` flags.
+        access: u32,
+    },
 }
 
 /// Local data of a validated send WQE.
@@ -297,7 +308,12 @@ pub fn validate_send_wqe<'a>(slot: &'a [u8], p: &SendQueueParams) -> Result<Send
     let data_area = slot.get(SEND_WQE_DATA_OFFSET..).unwrap_or(&[]);
     let wr = hdr.wr();
     let dma = hdr.dma();
-    let opcode = WrOpcode::from_raw(wr.opcode).ok_or(WqeError::BadOpcode(wr.opcode))?;
+    let opcode = if p.kernel {
+        WrOpcode::from_raw_kernel(wr.opcode)
+    } else {
+        WrOpcode::from_raw(wr.opcode)
+    }
+    .ok_or(WqeError::BadOpcode(wr.opcode))?;
     if !opcode.allowed_on(p.qp_type) {
         return Err(WqeError::OpcodeNotAllowed(opcode));
     }
@@ -424,6 +440,13 @@ pub fn validate_send_wqe<'a>(slot: &'a [u8], p: &SendQueueParams) -> Result<Send
             });
         }
         WrOpcode::LocalInv => SendOp::LocalInv { rkey: ex },
+        WrOpcode::RegMr => {
+            let r = wr.reg();
+            SendOp::RegMr {
+                key: r.key,
+                access: r.access,
+            }
+        }
         WrOpcode::BindMw => SendOp::BindMw(wr.mw()),
     };
     Ok(SendWqe {

@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# NVMe over RDMA between the guests: guest a exports a memory-backed null_blk through
+# nvmet-rdma, guest b imports it with nvme-rdma (the connect string written to
+# /dev/nvme-fabrics, no nvme-cli), writes NVME_MB MiB of random data with 128 KiB direct
+# I/O, disconnects, reconnects, reads it back and compares. nvme-rdma registers its I/O
+# buffers with fast registration (IB_WR_REG_MR, invalidated remotely by the target's SEND
+# with invalidate or locally by LOCAL_INV); nvmet-rdma moves the data with rdma_rw (RDMA
+# READ for writes, RDMA WRITE for reads). NV_A / NV_B pick each guest's driver (rrxe or
+# rxe; default rrxe); NV_NETEM adds a netem qdisc on guest b's egress (e.g. "loss 1%");
+# NV_DELETE=1 deletes the controller while a write is in flight instead of the
+# reconnection (no hang, no oops; the write fails or is retried). Guest b judges.
+. /usr/local/lib/rrxe/lib.sh
+
+FAILED=0
+ok() { echo "RRXE-TEST $1 ok"; }
+bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
+if [ "$RRXE_NAME" = a ]; then DRV=${NV_A:-rrxe}; else DRV=${NV_B:-rrxe}; fi
+rdma_use "$DRV"
+tag=${NV_TAG:-${NV_A:-rrxe}_${NV_B:-rrxe}}
+MB=${NVME_MB:-32}
+NQN=rrxe-test
+SYNC=4300
+
+if [ "$RRXE_NAME" = a ]; then
+	modprobe null_blk nr_devices=1 memory_backed=1 gb=1 bs=4096 || die "null_blk"
+	modprobe nvmet-rdma || die "nvmet-rdma"
+	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config || die "configfs"
+	cfg=/sys/kernel/config/nvmet
+	mkdir "$cfg/subsystems/$NQN" || die "subsystem"
+	echo 1 >"$cfg/subsystems/$NQN/attr_allow_any_host"
+	mkdir "$cfg/subsystems/$NQN/namespaces/1"
+	echo -n /dev/nullb0 >"$cfg/subsystems/$NQN/namespaces/1/device_path"
+	echo 1 >"$cfg/subsystems/$NQN/namespaces/1/enable" || die "namespace enable"
+	mkdir "$cfg/ports/1"
+	echo rdma >"$cfg/ports/1/addr_trtype"
+	echo ipv4 >"$cfg/ports/1/addr_adrfam"
+	echo "$RRXE_IP" >"$cfg/ports/1/addr_traddr"
+	echo 4420 >"$cfg/ports/1/addr_trsvcid"
+	ln -s "$cfg/subsystems/$NQN" "$cfg/ports/1/subsystems/$NQN" || die "port link"
+	tell_peer $SYNC ready || die "cannot reach guest b"
+	res=$(hear $((SYNC + 1)) 500)
+	echo "guest b: ${res:-nothing}"
+	# Tear the target down: the host has disconnected.
+	rm -f "$cfg/ports/1/subsystems/$NQN"
+	rmdir "$cfg/ports/1"
+	echo 0 >"$cfg/subsystems/$NQN/namespaces/1/enable"
+	rmdir "$cfg/subsystems/$NQN/namespaces/1" "$cfg/subsystems/$NQN"
+	rmmod nvmet-rdma nvmet null_blk || echo "target modules busy"
+	rdma statistic show link "$DEV/1"
+	exit 0
+fi
+
+[ -n "${NV_NETEM:-}" ] && { tc qdisc add dev eth0 root netem ${NV_NETEM} || die "netem"; }
+modprobe nvme-rdma || die "nvme-rdma"
+[ "$(hear $SYNC 200)" = ready ] || die "target not ready"
+connect() {
+	local i=0
+	while [ $i -lt 20 ]; do
+		echo "transport=rdma,traddr=$RRXE_PEER,trsvcid=4420,nqn=$NQN" >/dev/nvme-fabrics 2>/tmp/nvme-err &&
+			break
+		i=$((i + 1))
+		sleep 1
+	done
+	for i in $(seq 100); do
+		[ -b /dev/nvme0n1 ] && return 0
+		sleep 0.2
+	done
+	cat /tmp/nvme-err
+	return 1
+}
+disconnect() { echo 1 >/sys/class/nvme/nvme0/delete_controller; }
+
+if connect; then ok "nvme_connect_$tag"; else bad "nvme_connect_$tag" "no /dev/nvme0n1"; fi
+dd if=/dev/urandom of=/tmp/data bs=1M count="$MB" 2>/dev/null
+if [ "${NV_DELETE:-0}" = 1 ]; then
+	# The controller is deleted while a write is in flight: the write fails (or is
+	# retried and fails), nothing hangs, the kernel stays clean.
+	timeout 200 dd if=/tmp/data of=/dev/nvme0n1 bs=128k oflag=direct >/tmp/dd.out 2>&1 &
+	dd_pid=$!
+	sleep 2
+	if timeout 120 sh -c 'echo 1 >/sys/class/nvme/nvme0/delete_controller'; then
+		ok "nvme_delete_in_flight_$tag"
+	else
+		bad "nvme_delete_in_flight_$tag" "delete_controller hung or failed"
+	fi
+	wait $dd_pid
+	echo "dd exit $?: $(cat /tmp/dd.out)"
+	if [ ! -e /sys/class/nvme/nvme0 ]; then ok "nvme_deleted_$tag"; else bad "nvme_deleted_$tag" "controller still there"; fi
+else
+	t0=$(date +%s)
+	if timeout 300 dd if=/tmp/data of=/dev/nvme0n1 bs=128k oflag=direct conv=fsync 2>/tmp/dd.out; then
+		ok "nvme_write_${MB}m_$tag"
+	else
+		bad "nvme_write_${MB}m_$tag" "$(tail -1 /tmp/dd.out)"
+	fi
+	echo "write: $(tail -1 /tmp/dd.out) ($(( $(date +%s) - t0 )) s)"
+	disconnect
+	sleep 1
+	if connect; then ok "nvme_reconnect_$tag"; else bad "nvme_reconnect_$tag" "no /dev/nvme0n1"; fi
+	t0=$(date +%s)
+	timeout 300 dd if=/dev/nvme0n1 of=/tmp/back bs=128k count=$((MB * 8)) iflag=direct 2>/tmp/dd.out
+	echo "read: $(tail -1 /tmp/dd.out) ($(( $(date +%s) - t0 )) s)"
+	if cmp /tmp/data /tmp/back; then ok "nvme_readback_${MB}m_$tag"; else bad "nvme_readback_${MB}m_$tag" "data differs"; fi
+	disconnect
+fi
+sleep 1
+if rmmod nvme-rdma; then ok "nvme_host_unload_$tag"; else bad "nvme_host_unload_$tag" rmmod; fi
+rdma statistic show link "$DEV/1"
+tell_peer $((SYNC + 1)) "done $FAILED" || true
+exit $FAILED
