@@ -24,7 +24,7 @@ for line in open(res):
     vals[(drv, test)] = val
     units[test] = unit
 tests = ["ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_lat",
-         "rc_pingpong_64B", "rc_pingpong_1MiB"]
+         "rc_pingpong_64B", "rc_pingpong_1MiB", "nvme_write_128k", "nvme_read_128k"]
 def num(v):
     try:
         return float(v)
@@ -62,7 +62,9 @@ Measured on %s with ``make bench`` (``BENCH_DURATION=%s``): two QEMU guests with
 (TCG) on one virtual wire, each running perftest against the other, first over rrxe, then
 over the C ``rdma_rxe``, in the same run. Guest a runs the servers, guest b the clients;
 bandwidth tests use 64 KiB messages, ``-D %s``; ``rc_pingpong`` rows are ``ibv_rc_pingpong``
-(200 round trips of 64 B, 10 of 1 MiB). The ratio is rrxe's bandwidth over rdma_rxe's, and
+(200 round trips of 64 B, 10 of 1 MiB); ``nvme_*`` rows are NVMe over RDMA (guest b's
+nvme-rdma against nvmet-rdma over a memory-backed null_blk on guest a), sequential 128 KiB
+direct I/O with ``dd``, 32 MiB each way. The ratio is rrxe's bandwidth over rdma_rxe's, and
 rdma_rxe's latency over rrxe's (above 1 means rrxe is better).
 
 Absolute numbers under TCG are far below real hardware and noisy; only the side-by-side

@@ -257,6 +257,16 @@ guest_test loopback 400 "$REPO/scripts/tests/loopback.sh"
 # (the rrxe_frwr KUnit suite, loaded as a module on a live device).
 guest_test frwr 400 "$REPO/scripts/tests/frwr.sh"
 
+# NVMe over RDMA: guest a exports a memory-backed null_blk with nvmet-rdma, guest b writes
+# 32 MiB through nvme-rdma (fast registration, invalidation, rdma_rw on the target),
+# reconnects and reads it back; rrxe on both guests, then rdma_rxe as the target and as the
+# host, 1% loss on the host's egress, and the controller deleted with a write in flight.
+guest_test nvme 400 --file "$REPO/scripts/tests/nvme.sh" "$REPO/scripts/tests/nvme-rrxe.sh" "$REPO/scripts/tests/nvme-rrxe.sh"
+for v in rxe-target rxe-host loss delete; do
+	guest_test nvme-$v 400 --file "$REPO/scripts/tests/nvme.sh" \
+		"$REPO/scripts/tests/nvme-$v.sh" "$REPO/scripts/tests/nvme-$v.sh"
+done
+
 # Memory protection and layout, against libibverbs: wrong rkeys, ranges past a region,
 # missing access rights, zero lengths, scatter/gather lists (rc_access, 16 cases); rrxe on
 # both sides, then with the C rdma_rxe as client and as server.

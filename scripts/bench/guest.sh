@@ -5,7 +5,8 @@
 # in lockstep (guest a the servers, guest b the clients, which retry until their server
 # listens), then unload it. Guest b prints one line per result:
 #   BENCH <driver> <test> <value> <unit>
-# Finally iperf3 measures raw TCP between the guests (the wire's ceiling).
+# Then guest b writes and reads an NVMe namespace of guest a over NVMe/RDMA on the same
+# driver. Finally iperf3 measures raw TCP between the guests (the wire's ceiling).
 . /usr/local/lib/rrxe/lib.sh
 
 DUR=${BENCH_DURATION:-8}
@@ -72,6 +73,29 @@ for drv in ${BENCH_DRIVERS:-rrxe rxe}; do
 	pp 64 200 && echo "BENCH $drv rc_pingpong_64B $(awk '/iters in/ {print $(NF-1)}' /tmp/bench.out) usec/iter"
 	pp 1048576 10 && echo "BENCH $drv rc_pingpong_1MiB $(awk '/bytes in/ {print $(NF-1)}' /tmp/bench.out) Mbit/s"
 	[ "$RRXE_NAME" = b ] && { echo "== $drv: last output"; cat /tmp/bench.out; }
+	# NVMe over RDMA (nvme-rdma on guest b, nvmet-rdma over a null_blk on guest a):
+	# sequential 128 KiB direct I/O, NVME_MB (default 32) MiB written, then read.
+	mb=${NVME_MB:-32}
+	if [ "$RRXE_NAME" = a ]; then
+		nvmet_export bench || die "nvmet export"
+		tell_peer 4400 ready || die "cannot reach guest b"
+		hear 4401 900 >/dev/null
+	else
+		[ "$(hear 4400 300)" = ready ] || die "NVMe target not ready"
+		nvme_connect bench || die "nvme connect"
+		dd if=/dev/urandom of=/tmp/nv bs=1M count="$mb" 2>/dev/null
+		t0=$EPOCHREALTIME
+		dd if=/tmp/nv of=/dev/nvme0n1 bs=128k oflag=direct 2>/dev/null || die "nvme write"
+		t1=$EPOCHREALTIME
+		dd if=/dev/nvme0n1 of=/dev/null bs=128k count=$((mb * 8)) iflag=direct 2>/dev/null || die "nvme read"
+		t2=$EPOCHREALTIME
+		echo "BENCH $drv nvme_write_128k $(awk -v m="$mb" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", m * 1.048576 / (b - a) }') MB/s"
+		echo "BENCH $drv nvme_read_128k $(awk -v m="$mb" -v a="$t1" -v b="$t2" 'BEGIN { printf "%.2f", m * 1.048576 / (b - a) }') MB/s"
+		nvme_disconnect
+		sleep 1
+		rmmod nvme-rdma || die "rmmod nvme-rdma"
+		tell_peer 4401 done || die "cannot reach guest a"
+	fi
 	rdma link del "$DEV" || die "rdma link del $DEV"
 	rmmod "$MOD" || die "rmmod $MOD"
 done

@@ -23,53 +23,19 @@ NQN=rrxe-test
 SYNC=4300
 
 if [ "$RRXE_NAME" = a ]; then
-	modprobe null_blk nr_devices=1 memory_backed=1 gb=1 bs=4096 || die "null_blk"
-	modprobe nvmet-rdma || die "nvmet-rdma"
-	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config || die "configfs"
-	cfg=/sys/kernel/config/nvmet
-	mkdir "$cfg/subsystems/$NQN" || die "subsystem"
-	echo 1 >"$cfg/subsystems/$NQN/attr_allow_any_host"
-	mkdir "$cfg/subsystems/$NQN/namespaces/1"
-	echo -n /dev/nullb0 >"$cfg/subsystems/$NQN/namespaces/1/device_path"
-	echo 1 >"$cfg/subsystems/$NQN/namespaces/1/enable" || die "namespace enable"
-	mkdir "$cfg/ports/1"
-	echo rdma >"$cfg/ports/1/addr_trtype"
-	echo ipv4 >"$cfg/ports/1/addr_adrfam"
-	echo "$RRXE_IP" >"$cfg/ports/1/addr_traddr"
-	echo 4420 >"$cfg/ports/1/addr_trsvcid"
-	ln -s "$cfg/subsystems/$NQN" "$cfg/ports/1/subsystems/$NQN" || die "port link"
+	nvmet_export "$NQN" || die "nvmet export"
 	tell_peer $SYNC ready || die "cannot reach guest b"
 	res=$(hear $((SYNC + 1)) 500)
 	echo "guest b: ${res:-nothing}"
-	# Tear the target down: the host has disconnected.
-	rm -f "$cfg/ports/1/subsystems/$NQN"
-	rmdir "$cfg/ports/1"
-	echo 0 >"$cfg/subsystems/$NQN/namespaces/1/enable"
-	rmdir "$cfg/subsystems/$NQN/namespaces/1" "$cfg/subsystems/$NQN"
-	rmmod nvmet-rdma nvmet null_blk || echo "target modules busy"
+	# The target stays: removing the device at the end lets it go (see nvmet_export).
 	rdma statistic show link "$DEV/1"
 	exit 0
 fi
 
 [ -n "${NV_NETEM:-}" ] && { tc qdisc add dev eth0 root netem ${NV_NETEM} || die "netem"; }
-modprobe nvme-rdma || die "nvme-rdma"
 [ "$(hear $SYNC 200)" = ready ] || die "target not ready"
-connect() {
-	local i=0
-	while [ $i -lt 20 ]; do
-		echo "transport=rdma,traddr=$RRXE_PEER,trsvcid=4420,nqn=$NQN" >/dev/nvme-fabrics 2>/tmp/nvme-err &&
-			break
-		i=$((i + 1))
-		sleep 1
-	done
-	for i in $(seq 100); do
-		[ -b /dev/nvme0n1 ] && return 0
-		sleep 0.2
-	done
-	cat /tmp/nvme-err
-	return 1
-}
-disconnect() { echo 1 >/sys/class/nvme/nvme0/delete_controller; }
+connect() { nvme_connect "$NQN"; }
+disconnect() { nvme_disconnect; }
 
 if connect; then ok "nvme_connect_$tag"; else bad "nvme_connect_$tag" "no /dev/nvme0n1"; fi
 dd if=/dev/urandom of=/tmp/data bs=1M count="$MB" 2>/dev/null
