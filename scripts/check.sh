@@ -253,6 +253,9 @@ guest_test rping-mixed2 300 --file "$REPO/scripts/tests/rping.sh" "$REPO/scripts
 
 # Loopback: QPs of one device talking to each other, with stock tools.
 guest_test loopback 400 "$REPO/scripts/tests/loopback.sh"
+# Device attributes: ibv_devinfo -v of rrxe against rdma_rxe's in the same kernel; every
+# difference must be listed, with its reason, in the test.
+guest_test devinfo 200 "$REPO/scripts/tests/devinfo.sh"
 # Kernel consumers: fast registration, invalidation and rdma_rw between two kernel RC QPs
 # (the rrxe_frwr KUnit suite, loaded as a module on a live device).
 guest_test frwr 400 "$REPO/scripts/tests/frwr.sh"

@@ -76,13 +76,14 @@ for drv in ${BENCH_DRIVERS:-rrxe rxe}; do
 	# NVMe over RDMA (nvme-rdma on guest b, nvmet-rdma over a null_blk on guest a):
 	# sequential 128 KiB direct I/O, NVME_MB (default 32) MiB written, then read.
 	mb=${NVME_MB:-32}
+	NVPORT=$((${NVPORT:-0} + 1))
 	if [ "$RRXE_NAME" = a ]; then
-		nvmet_export bench || die "nvmet export"
+		nvmet_export bench $NVPORT || die "nvmet export"
 		tell_peer 4400 ready || die "cannot reach guest b"
 		hear 4401 900 >/dev/null
 	else
 		[ "$(hear 4400 300)" = ready ] || die "NVMe target not ready"
-		nvme_connect bench || die "nvme connect"
+		nvme_connect bench $NVPORT || die "nvme connect"
 		dd if=/dev/urandom of=/tmp/nv bs=1M count="$mb" 2>/dev/null
 		t0=$EPOCHREALTIME
 		dd if=/tmp/nv of=/dev/nvme0n1 bs=128k oflag=direct 2>/dev/null || die "nvme write"

@@ -271,40 +271,43 @@ xfer_pair() {
 		xfer client -d "$DEV" -g "$GID" -p "$port" "$@"
 }
 
-# nvmet_export NQN: exports a memory-backed null_blk (/dev/nullb0) as namespace 1 of
-# subsystem NQN through nvmet-rdma on $RRXE_IP:4420 (any host may connect); does nothing if
-# NQN is exported already. The export is not undone through configfs: unlinking the port
-# from the subsystem makes upstream nvmet report a lock inversion (nvmet_config_sem, then
-# the RDMA CM's handler_mutex in rdma_destroy_id; the CM's handler takes them the other way
-# round), a long-standing upstream report that is not the device's. Removing the RDMA
-# device (rdma link del, rmmod) lets the port go instead (RDMA_CM_EVENT_DEVICE_REMOVAL);
-# nvmet-rdma then rebinds it, every 5 s, to whichever device gets $RRXE_IP next.
+# nvmet_export NQN [PORT]: exports a memory-backed null_blk (/dev/nullb0) as namespace 1 of
+# subsystem NQN (made once, any host may connect) through nvmet-rdma port PORT (default 1)
+# on $RRXE_IP, TCP-style service 4419 + PORT. The export is not undone through configfs:
+# unlinking a port from its subsystem makes upstream nvmet report a lock inversion
+# (nvmet_config_sem, then the RDMA CM's handler_mutex in rdma_destroy_id; the CM's handler
+# takes them the other way round), a long-standing upstream report that is not the
+# device's. Removing the RDMA device (rdma link del, rmmod) lets the port go instead
+# (RDMA_CM_EVENT_DEVICE_REMOVAL destroys its listener, which nvmet-rdma does not rebind):
+# export on a new PORT for the next device.
 nvmet_export() {
-	local nqn=$1 cfg=/sys/kernel/config/nvmet
-	[ -d "$cfg/subsystems/$nqn" ] && return 0
-	modprobe null_blk nr_devices=1 memory_backed=1 gb=1 bs=4096 || return 1
-	modprobe nvmet-rdma || return 1
-	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config || return 1
-	mkdir "$cfg/subsystems/$nqn" &&
-		echo 1 >"$cfg/subsystems/$nqn/attr_allow_any_host" &&
-		mkdir "$cfg/subsystems/$nqn/namespaces/1" &&
-		echo -n /dev/nullb0 >"$cfg/subsystems/$nqn/namespaces/1/device_path" &&
-		echo 1 >"$cfg/subsystems/$nqn/namespaces/1/enable" &&
-		mkdir "$cfg/ports/1" &&
-		echo rdma >"$cfg/ports/1/addr_trtype" &&
-		echo ipv4 >"$cfg/ports/1/addr_adrfam" &&
-		echo "$RRXE_IP" >"$cfg/ports/1/addr_traddr" &&
-		echo 4420 >"$cfg/ports/1/addr_trsvcid" &&
-		ln -s "$cfg/subsystems/$nqn" "$cfg/ports/1/subsystems/$nqn"
+	local nqn=$1 port=${2:-1} cfg=/sys/kernel/config/nvmet
+	if [ ! -d "$cfg/subsystems/$nqn" ]; then
+		modprobe null_blk nr_devices=1 memory_backed=1 gb=1 bs=4096 || return 1
+		modprobe nvmet-rdma || return 1
+		[ -d "$cfg" ] || mount -t configfs none /sys/kernel/config || return 1
+		mkdir "$cfg/subsystems/$nqn" &&
+			echo 1 >"$cfg/subsystems/$nqn/attr_allow_any_host" &&
+			mkdir "$cfg/subsystems/$nqn/namespaces/1" &&
+			echo -n /dev/nullb0 >"$cfg/subsystems/$nqn/namespaces/1/device_path" &&
+			echo 1 >"$cfg/subsystems/$nqn/namespaces/1/enable" || return 1
+	fi
+	mkdir "$cfg/ports/$port" &&
+		echo rdma >"$cfg/ports/$port/addr_trtype" &&
+		echo ipv4 >"$cfg/ports/$port/addr_adrfam" &&
+		echo "$RRXE_IP" >"$cfg/ports/$port/addr_traddr" &&
+		echo $((4419 + port)) >"$cfg/ports/$port/addr_trsvcid" &&
+		ln -s "$cfg/subsystems/$nqn" "$cfg/ports/$port/subsystems/$nqn"
 }
 
-# nvme_connect NQN: connects nvme-rdma to subsystem NQN on $RRXE_PEER:4420 (the connect
-# string written to /dev/nvme-fabrics, retried for 30 s) and waits for /dev/nvme0n1.
+# nvme_connect NQN [PORT]: connects nvme-rdma to subsystem NQN on guest a's nvmet_export
+# PORT (default 1) on $RRXE_PEER (the connect string written to /dev/nvme-fabrics, retried
+# for 30 s) and waits for /dev/nvme0n1.
 nvme_connect() {
-	local nqn=$1 i=0
+	local nqn=$1 port=${2:-1} i=0
 	modprobe nvme-rdma || return 1
 	while [ $i -lt 30 ]; do
-		echo "transport=rdma,traddr=$RRXE_PEER,trsvcid=4420,nqn=$nqn" >/dev/nvme-fabrics 2>/tmp/nvme-err &&
+		echo "transport=rdma,traddr=$RRXE_PEER,trsvcid=$((4419 + port)),nqn=$nqn" >/dev/nvme-fabrics 2>/tmp/nvme-err &&
 			break
 		i=$((i + 1))
 		sleep 1

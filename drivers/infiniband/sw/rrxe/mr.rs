@@ -223,6 +223,11 @@ impl MrInner {
         if f.pd_id != pd_id || key >> 8 != f.index || !access.is_within(SUPPORTED_ACCESS) {
             return Err(EINVAL);
         }
+        // IBA 10.6.3.1: remote write and atomic access require local write access.
+        let remote_modify = AccessFlags::REMOTE_WRITE.union(AccessFlags::REMOTE_ATOMIC);
+        if access.bits() & remote_modify.bits() != 0 && !access.contains(AccessFlags::LOCAL_WRITE) {
+            return Err(EINVAL);
+        }
         let mut st = f.lock();
         if st.valid {
             return Err(EINVAL);

@@ -76,6 +76,8 @@ impl Driver for Rrxe {
             max_ah: MAX_AH,
             max_qp_rd_atom: params::MAX_QP_RD_ATOM,
             max_qp_init_rd_atom: params::MAX_QP_RD_ATOM,
+            // No device-wide pool of responder resources: each QP has its own.
+            max_res_rd_atom: params::MAX_QP_RD_ATOM.saturating_mul(params::MAX_QP),
             max_mr: params::MAX_MR,
             max_mr_size: u64::MAX,
             page_size_cap: 0xffff_f000,

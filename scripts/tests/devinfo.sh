@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Device attributes, one guest: `ibv_devinfo -v` of rrxe0, then of the C rdma_rxe's rxe0 on
+# the same netdevice in the same kernel, compared line by line. Every attribute must be
+# rdma_rxe's, except the differences listed below, each with its reason; a difference not
+# listed fails (and so does a listed one that went away: the list stays true).
+. /usr/local/lib/rrxe/lib.sh
+
+FAILED=0
+ok() { echo "RRXE-TEST $1 ok"; }
+bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
+
+# devinfo DEV: ibv_devinfo -v of DEV, the device name and the per-boot values normalised.
+devinfo() {
+	ibv_devinfo -v -d "$1" | sed -e "s/$1/DEV/g" -e 's/[[:space:]]*$//'
+}
+
+rdma_link rdma_rrxe rrxe rrxe0
+rrxe_gid_index rrxe0 >/dev/null || die "no RoCE v2 GID on rrxe0"
+devinfo rrxe0 >/tmp/devinfo.rrxe || die "ibv_devinfo rrxe0"
+rdma link del rrxe0 && rmmod rdma_rrxe || die "unload rrxe"
+rdma_link rdma_rxe rxe rxe0
+rrxe_gid_index rxe0 >/dev/null || die "no RoCE v2 GID on rxe0"
+devinfo rxe0 >/tmp/devinfo.rxe || die "ibv_devinfo rxe0"
+rdma link del rxe0 && rmmod rdma_rxe || die "unload rdma_rxe"
+
+# The differences rrxe keeps on purpose: attribute and reason. A listed attribute may differ
+# in any way; nothing else may, and each listed one must still differ.
+declare -A ALLOWED=(
+	[device_cap_flags]="only what works is announced: no memory windows (MEM_WINDOW*), SRQ (SRQ_RESIZE), automatic path migration, port changes or P_Key/Q_Key violation counters; MEM_MGT_EXTENSIONS, RC_RNR_NAK_GEN and SYS_IMAGE_GUID are rdma_rxe's"
+	[device_cap_flags_ex]="as device_cap_flags"
+	[max_mr]="24-bit key indices (2^24 - 1 regions) where rdma_rxe's pool stops at 2^19 - 1"
+	[max_res_rd_atom]="no device-wide pool: every QP has its own max_qp_rd_atom responder resources, so the bound is max_qp times that"
+	[max_mw]="no memory windows yet (issue 12)"
+	[max_srq]="no shared receive queues yet (issue 12)"
+	[max_srq_wr]="no shared receive queues yet (issue 12)"
+	[max_srq_sge]="no shared receive queues yet (issue 12)"
+	[max_mcast_grp]="no multicast"
+	[max_mcast_qp_attach]="no multicast"
+	[max_total_mcast_qp_attach]="no multicast"
+	[max_pkeys]="one partition, the default P_Key (RoCE uses no other); rdma_rxe lists 64 slots and fills one"
+)
+
+# records FILE: one "key=value" line per attribute of ibv_devinfo's output (the flag names
+# printed under device_cap_flags, and its "Unknown flags", are joined to it); keys inside a
+# port section carry the port number.
+records() {
+	awk '
+		/^[[:space:]]*port:/ { port = $2 }
+		# "Unknown flags: ..." belongs to the flags above it.
+		/^[[:space:]]*Unknown flags:/ { line = $0; gsub(/^[[:space:]]+/, "", line); rec = rec " " line; next }
+		/^[[:space:]]*[A-Za-z_][A-Za-z_0-9 ]*:/ {
+			if (rec != "") print rec
+			line = $0; sub(/^[[:space:]]*/, "", line)
+			k = line; sub(/:.*/, "", k)
+			v = line; sub(/^[^:]*:[[:space:]]*/, "", v)
+			rec = (port != "" ? "port" port "." : "") k "=" v
+			next
+		}
+		{ line = $0; gsub(/^[[:space:]]+/, "", line); if (line != "") rec = rec " " line }
+		END { if (rec != "") print rec }
+	' "$1"
+}
+records /tmp/devinfo.rxe >/tmp/rec.rxe
+records /tmp/devinfo.rrxe >/tmp/rec.rrxe
+echo "== ibv_devinfo -v: rdma_rxe (-) and rrxe (+)"
+diff -u /tmp/devinfo.rxe /tmp/devinfo.rrxe
+diff /tmp/rec.rxe /tmp/rec.rrxe | sed -n 's/^[-+<>] \{0,1\}\([^=]*\)=.*/\1/p' | sort -u >/tmp/rec.keys
+unlisted= used=
+while IFS= read -r k; do
+	if [ -n "${ALLOWED[${k#port*.}]+x}" ]; then used="$used ${k#port*.}"; else unlisted="$unlisted '$k'"; fi
+done </tmp/rec.keys
+n=$(wc -l </tmp/rec.rrxe)
+echo "== $n attributes compared; differences, with their reasons:"
+for k in $(echo $used | tr ' ' '\n' | sort -u); do echo "  $k: ${ALLOWED[$k]}"; done
+stale=
+for k in "${!ALLOWED[@]}"; do
+	case " $used " in *" $k "*) ;; *) stale="$stale $k" ;; esac
+done
+if [ "$n" -lt 40 ]; then
+	bad devinfo_matches_rdma_rxe "only $n attributes parsed"
+elif [ -n "$unlisted" ]; then
+	bad devinfo_matches_rdma_rxe "differences not listed:$unlisted"
+elif [ -n "$stale" ]; then
+	bad devinfo_matches_rdma_rxe "listed but equal now (remove from the list):$stale"
+else
+	ok devinfo_matches_rdma_rxe
+fi
+exit $FAILED
