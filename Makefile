@@ -3,7 +3,9 @@
 # rrxe: soft-RoCE RDMA driver in Rust. Entry points:
 #
 #   make demo      build everything, boot two QEMU guests, run ibv_rc_pingpong over rrxe
-#   make bench     perftest for rrxe and rdma_rxe side by side (writes Documentation/rrxe-bench.rst)
+#   make bench     perftest, pingpong and NVMe/RDMA for rrxe and rdma_rxe, interleaved, on a
+#                  kernel without lock debugging (build-bench/); writes
+#                  Documentation/rrxe-bench.rst (BENCH_QUICK=1: one quick round, not written)
 #   make check     every test: host (cargo), KUnit in a guest, end to end in guests
 #                  (T=GLOB[,GLOB...]: only those groups, see scripts/check.sh)
 #   make check-kasan  the guest groups (T=..., default a robustness subset) on a KASAN kernel
@@ -46,7 +48,7 @@ demo: setup
 	scripts/demo.sh
 
 bench: setup
-	scripts/bench.sh
+	RRXE_VARIANT=bench scripts/bench.sh
 
 shell: initramfs
 	scripts/qemu.sh --interactive --append rrxe.load=rdma_rrxe --out build/shell
@@ -58,4 +60,4 @@ series:
 	scripts/series.sh build/series
 
 clean:
-	rm -rf build build-kasan tools/rrxe/target
+	rm -rf build build-kasan build-bench tools/rrxe/target

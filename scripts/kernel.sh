@@ -60,15 +60,22 @@ configure() {
 	make -s "${MK[@]}" tinyconfig >/dev/null
 	"$KSRC/scripts/kconfig/merge_config.sh" -m -O "$KOUT" "$KOUT/.config" "${frags[@]}" >/dev/null
 	make -s "${MK[@]}" olddefconfig >/dev/null
-	local bad=0 line
+	# Each option as the last fragment that names it wants it (a variant overrides).
+	local bad=0 line opt
+	local -A want=()
 	while IFS= read -r line; do
 		case "$line" in
-		CONFIG_*=*) grep -qxF "$line" "$KOUT/.config" || { rrxe_log "config did not stick: $line"; bad=1; } ;;
-		"# CONFIG_"*" is not set")
-			local opt=${line#\# }; opt=${opt%% *}
-			grep -q "^$opt=" "$KOUT/.config" && { rrxe_log "config did not stick: $line"; bad=1; } ;;
+		CONFIG_*=*) want[${line%%=*}]=$line ;;
+		"# CONFIG_"*" is not set") opt=${line#\# }; want[${opt%% *}]=$line ;;
 		esac
 	done < <(cat "${frags[@]}")
+	for opt in "${!want[@]}"; do
+		line=${want[$opt]}
+		case "$line" in
+		CONFIG_*=*) grep -qxF "$line" "$KOUT/.config" || { rrxe_log "config did not stick: $line"; bad=1; } ;;
+		*) grep -q "^$opt=" "$KOUT/.config" && { rrxe_log "config did not stick: $line"; bad=1; } ;;
+		esac
+	done
 	[ $bad = 0 ] || { make -s "${MK[@]}" rustavailable || true; rrxe_die "kernel configuration incomplete"; }
 	echo "$sum" >"$stamp"
 }

@@ -76,13 +76,15 @@ for drv in ${BENCH_DRIVERS:-rrxe rxe}; do
 	# NVMe over RDMA (nvme-rdma on guest b, nvmet-rdma over a null_blk on guest a):
 	# sequential 128 KiB direct I/O, NVME_MB (default 32) MiB written, then read.
 	mb=${NVME_MB:-32}
+	# A new nvmet port, and new TCP ports to synchronise on, for each round (a port just
+	# closed may not be bound again at once).
 	NVPORT=$((${NVPORT:-0} + 1))
 	if [ "$RRXE_NAME" = a ]; then
 		nvmet_export bench $NVPORT || die "nvmet export"
-		tell_peer 4400 ready || die "cannot reach guest b"
-		hear 4401 900 >/dev/null
+		tell_peer $((4400 + 2 * NVPORT)) ready || die "cannot reach guest b"
+		hear $((4401 + 2 * NVPORT)) 900 >/dev/null
 	else
-		[ "$(hear 4400 300)" = ready ] || die "NVMe target not ready"
+		[ "$(hear $((4400 + 2 * NVPORT)) 300)" = ready ] || die "NVMe target not ready"
 		nvme_connect bench $NVPORT || die "nvme connect"
 		dd if=/dev/urandom of=/tmp/nv bs=1M count="$mb" 2>/dev/null
 		t0=$EPOCHREALTIME
@@ -95,7 +97,7 @@ for drv in ${BENCH_DRIVERS:-rrxe rxe}; do
 		nvme_disconnect
 		sleep 1
 		rmmod nvme-rdma || die "rmmod nvme-rdma"
-		tell_peer 4401 done || die "cannot reach guest a"
+		tell_peer $((4401 + 2 * NVPORT)) done || die "cannot reach guest a"
 	fi
 	rdma link del "$DEV" || die "rdma link del $DEV"
 	rmmod "$MOD" || die "rmmod $MOD"

@@ -361,7 +361,13 @@ impl RrxeMr {
                 GFP_KERNEL_ACCOUNT,
             )?)
         })?;
-        Ok((
+        Ok(Self::keyed(inner, key, charge))
+    }
+
+    /// Returns the keys of a region in the key table under `key` (lkey and rkey alike), and
+    /// its state.
+    fn keyed(inner: Arc<MrInner>, key: u32, charge: Charge) -> (MrKeys, Self) {
+        (
             MrKeys {
                 lkey: key,
                 rkey: key,
@@ -370,7 +376,7 @@ impl RrxeMr {
                 inner: Some(inner),
                 _charge: charge,
             },
-        ))
+        )
     }
 
     /// Allocates a fast-registration region of at most `max_num_sg` pages (`ib_alloc_mr`),
@@ -418,16 +424,7 @@ impl RrxeMr {
                 GFP_KERNEL_ACCOUNT,
             )?)
         })?;
-        Ok((
-            MrKeys {
-                lkey: key,
-                rkey: key,
-            },
-            Self {
-                inner: Some(inner),
-                _charge: charge,
-            },
-        ))
+        Ok(Self::keyed(inner, key, charge))
     }
 
     /// Returns the fast region of `mr`, if it is one.
