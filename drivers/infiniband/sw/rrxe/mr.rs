@@ -140,21 +140,11 @@ impl MrInner {
         }
     }
 
-    /// Returns `true` if `key` currently resolves to this region.
-    pub(crate) fn matches(&self, key: u32) -> bool {
-        match self {
-            Self::User(u) => u.key == key,
-            Self::Fast(f) => {
-                let st = f.lock();
-                st.valid && st.key == key
-            }
-        }
-    }
-
     /// Checks an access of `len` bytes at `va` through `key` by a QP of protection domain
     /// `pd_id`, and returns where it starts: the offset in the region and the registration
     /// it was checked under. The region must be in the same PD, grant the right and contain
-    /// the whole range ([`Region::check`]); a fast region must be valid under `key`.
+    /// the whole range ([`Region::check`]); `key` must be the region's (a fast region's
+    /// current key, the region valid).
     pub(crate) fn check(
         &self,
         key: u32,
@@ -164,6 +154,7 @@ impl MrInner {
         need: Need,
     ) -> Option<(usize, u32)> {
         let (region, generation) = match self {
+            Self::User(u) if u.key != key => return None,
             Self::User(u) => (
                 Region {
                     iova: u.iova,

@@ -99,21 +99,15 @@ impl DevShared {
         xa.get(n as usize).filter(|e| e.1 == pd_id).map(|e| e.0)
     }
 
-    /// Resolves a memory key (lkey or rkey) to its region.
+    /// Returns the region at `key`'s index, whatever its key and state: the caller checks
+    /// `key` against it ([`MrInner::check`], or fast registration and invalidation), which
+    /// refuses a stale key (same index, another byte).
     ///
     /// # Context
     ///
     /// Softirq, or bottom halves disabled; the returned reference must be dropped before
     /// leaving that section.
     pub(crate) fn mr(&self, key: u32) -> Option<Arc<MrInner>> {
-        let xa = self.mrs.lock();
-        let mr = xa.get((key >> 8) as usize)?;
-        mr.matches(key).then(|| mr.into())
-    }
-
-    /// Returns the region at `key`'s index, whatever its current key and state (for fast
-    /// registration and invalidation, which check those themselves).
-    pub(crate) fn mr_at(&self, key: u32) -> Option<Arc<MrInner>> {
         let xa = self.mrs.lock();
         xa.get((key >> 8) as usize).map(Into::into)
     }

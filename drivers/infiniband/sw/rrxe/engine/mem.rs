@@ -104,7 +104,7 @@ impl QpShared {
 
     /// Carries out a fast registration (`IB_WR_REG_MR`) for this QP.
     pub(super) fn fast_register(&self, key: u32, access: u32) -> Result {
-        self.dev.mr_at(key).ok_or(EINVAL)?.fast_register(
+        self.dev.mr(key).ok_or(EINVAL)?.fast_register(
             self.pd_id,
             key,
             kernel::rdma::mr::AccessFlags::from_raw(access),
@@ -115,7 +115,7 @@ impl QpShared {
     /// invalidate).
     pub(super) fn invalidate(&self, rkey: u32) -> Result {
         self.dev
-            .mr_at(rkey)
+            .mr(rkey)
             .ok_or(EINVAL)?
             .invalidate(self.pd_id, rkey)
     }
