@@ -4,14 +4,14 @@
 //! on modify (the spec's transition table through the core, then what this device supports),
 //! query and destroy. The data path is [`crate::engine`].
 
-use crate::engine::{QpSetup, QpShared};
+use crate::engine::{QpSetup, QpShared, Queue};
 use crate::mr::RrxeMr;
 use crate::params::{self, Charge};
+use crate::proto::bth::Qpn;
 use crate::proto::opcode::QpType as WireQpType;
 use crate::proto::uabi::{
-    self, AtomicWrFields, CreateQpRespFields, QueueGeometry, RdmaWrFields, RegWrFields,
-    RxeDmaInfoFields, RxeRecvWqeFields, RxeSendWqeFields, RxeSendWrFields, UdWrFields, WrOpcode,
-    CACHE_LINE_SIZE,
+    self, CreateQpRespFields, KernelSendWr, QueueGeometry, Remote, SendFlags, SendOp, UdAddress,
+    UdDest, WrOpcode, CACHE_LINE_SIZE,
 };
 use crate::queue::SharedQueue;
 use crate::Rrxe;
@@ -87,8 +87,11 @@ impl RrxeQp {
             uabi::sq_caps(init.caps.max_send_sge, init.caps.max_inline_data).map_err(|_| EINVAL)?;
         let sq_geo = geometry(init.caps.max_send_wr, sqc.wqe_size)?;
         let (sq, sq_mi) = match user {
-            Some((_, ctx)) => SharedQueue::new_user_mi(ctx, sq_geo)?,
-            None => (SharedQueue::new_kernel(sq_geo)?, Default::default()),
+            Some((_, ctx)) => {
+                let (q, mi) = SharedQueue::new_user_mi(ctx, sq_geo)?;
+                (Queue::User(q), mi)
+            }
+            None => (Queue::Kernel(sq_geo), Default::default()),
         };
         let mut resp = CreateQpRespFields {
             sq_mi,
@@ -109,9 +112,9 @@ impl RrxeQp {
                 Some((_, ctx)) => {
                     let (rq, mi) = SharedQueue::new_user_mi(ctx, geo)?;
                     resp.rq_mi = mi;
-                    rq
+                    Queue::User(rq)
                 }
-                None => SharedQueue::new_kernel(geo)?,
+                None => Queue::Kernel(geo),
             };
             caps.max_recv_wr = geo.capacity();
             caps.max_recv_sge = init.caps.max_recv_sge;
@@ -191,88 +194,80 @@ impl RrxeQp {
         qp.data().shared.doorbell()
     }
 
-    /// Queues a kernel consumer's send work request as a WQE in the send ring, in the
-    /// layout the user provider writes, so that one data path serves both.
+    /// Queues a kernel consumer's send work request: its fields as the typed operation the
+    /// data path carries out (checked as a user WQE would be, see `engine/wq.rs`).
     pub(crate) fn post_send_wr(&self, wr: &SendWr<'_, Rrxe>) -> Result {
-        let n = u32::try_from(wr.sges.len())?;
-        let mut w = RxeSendWrFields {
-            wr_id: wr.wr_id,
-            opcode: wr.opcode,
-            send_flags: wr.send_flags,
-            ex: wr.ex,
-            ..RxeSendWrFields::default()
-        };
-        if let Some((addr, rkey)) = wr.rdma {
-            w.set_rdma(RdmaWrFields {
-                remote_addr: addr,
-                rkey,
-                ..RdmaWrFields::default()
-            });
-        }
-        if let Some((addr, compare_add, swap, rkey)) = wr.atomic {
-            w.set_atomic(AtomicWrFields {
-                remote_addr: addr,
-                compare_add,
-                swap,
-                rkey,
-                ..AtomicWrFields::default()
-            });
-        }
-        if let Some(reg) = &wr.reg {
-            // The region is named by its key (no pointer goes into the WQE); the range it
-            // will name is taken now, as the consumer posts.
-            RrxeMr::prepare_registration(reg.mr, self.shared.pd_id, reg.key)?;
-            w.set_reg(RegWrFields {
-                key: reg.key,
-                access: reg.access.bits(),
-                ..RegWrFields::default()
-            });
-        } else if wr.opcode == WrOpcode::RegMr as u32 {
-            return Err(EINVAL);
-        }
-        if let Some(ud) = &wr.ud {
-            w.set_ud(UdWrFields {
-                remote_qpn: ud.remote_qpn,
-                remote_qkey: ud.remote_qkey,
-                pkey_index: ud.pkey_index,
-                ah_num: ud.ah.data().num,
-                ..UdWrFields::default()
-            });
-        }
-        let length = wr
-            .sges
-            .iter()
-            .try_fold(0u32, |acc, s| acc.checked_add(s.length()))
-            .ok_or(EINVAL)?;
-        let wqe = RxeSendWqeFields {
-            wr: w,
-            dma: RxeDmaInfoFields {
-                length,
-                num_sge: n,
-                ..RxeDmaInfoFields::default()
+        let opcode = WrOpcode::from_raw_kernel(wr.opcode).ok_or(EINVAL)?;
+        // `ex` is the `imm_data` (big-endian on the wire, kept as its memory bytes) or the
+        // `invalidate_rkey` of the `struct ib_send_wr`.
+        let imm = u32::from_be_bytes(wr.ex.to_ne_bytes());
+        let remote =
+            |r: Option<(u64, u32)>| r.map(|(addr, rkey)| Remote { addr, rkey }).ok_or(EINVAL);
+        let op = match opcode {
+            WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv => {
+                let ud = match &wr.ud {
+                    Some(ud) => Some(UdDest {
+                        remote_qpn: Qpn::try_new(ud.remote_qpn).ok_or(EINVAL)?,
+                        remote_qkey: ud.remote_qkey,
+                        pkey_index: ud.pkey_index,
+                        address: UdAddress::Ah(ud.ah.data().num),
+                    }),
+                    None => None,
+                };
+                SendOp::Send {
+                    imm: opcode.has_imm().then_some(imm),
+                    invalidate_rkey: opcode.has_invalidate().then_some(wr.ex),
+                    ud,
+                }
+            }
+            WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm => SendOp::Write {
+                remote: remote(wr.rdma)?,
+                imm: opcode.has_imm().then_some(imm),
             },
-            ..RxeSendWqeFields::default()
+            WrOpcode::RdmaRead => SendOp::Read {
+                remote: remote(wr.rdma)?,
+            },
+            WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd => {
+                let (addr, compare_add, swap, rkey) = wr.atomic.ok_or(EINVAL)?;
+                let remote = Remote { addr, rkey };
+                if opcode == WrOpcode::AtomicCmpAndSwp {
+                    SendOp::CompareSwap {
+                        remote,
+                        compare: compare_add,
+                        swap,
+                    }
+                } else {
+                    SendOp::FetchAdd {
+                        remote,
+                        add: compare_add,
+                    }
+                }
+            }
+            WrOpcode::LocalInv => SendOp::LocalInv { rkey: wr.ex },
+            WrOpcode::RegMr => {
+                let reg = wr.reg.as_ref().ok_or(EINVAL)?;
+                // The region is named by its key (no pointer goes into the queue); the range
+                // it will name is taken now, as the consumer posts.
+                RrxeMr::prepare_registration(reg.mr, self.shared.pd_id, reg.key)?;
+                SendOp::RegMr {
+                    key: reg.key,
+                    access: reg.access.bits(),
+                }
+            }
+            _ => return Err(EINVAL),
         };
-        self.shared.push_send(&wqe, wr.sges)
+        let k = KernelSendWr {
+            wr_id: wr.wr_id,
+            opcode,
+            flags: SendFlags(wr.send_flags),
+            op,
+        };
+        self.shared.push_send(&k, wr.sges)
     }
 
-    /// Posts a kernel consumer's receive work request into the receive ring.
+    /// Queues a kernel consumer's receive work request.
     pub(crate) fn post_recv_wr(&self, wr: &RecvWr<'_>) -> Result {
-        let length = wr
-            .sges
-            .iter()
-            .try_fold(0u32, |acc, s| acc.checked_add(s.length()))
-            .ok_or(EINVAL)?;
-        let wqe = RxeRecvWqeFields {
-            wr_id: wr.wr_id,
-            dma: RxeDmaInfoFields {
-                length,
-                num_sge: u32::try_from(wr.sges.len())?,
-                ..RxeDmaInfoFields::default()
-            },
-            ..RxeRecvWqeFields::default()
-        };
-        self.shared.push_recv(&wqe, wr.sges)
+        self.shared.push_recv(wr.wr_id, wr.sges)
     }
 
     /// Checks and applies `ibv_modify_qp` attributes (`rxe_qp_chk_attr`, `rxe_qp_from_attr`).

@@ -61,7 +61,7 @@ impl SharedQueue {
         ))
     }
 
-    /// Allocates a queue for a kernel consumer.
+    /// Allocates a queue that is not mapped to userspace (the queue tests).
     pub(crate) fn new_kernel(geo: QueueGeometry) -> Result<Self> {
         Self::init(SharedBuffer::new(geo.buf_len())?, geo)
     }
@@ -127,10 +127,9 @@ impl SharedQueue {
     }
 }
 
-/// A queue the kernel produces into: a user CQ, or a kernel consumer's send or receive
-/// ring. The producer index is the kernel's own ([`KernelProducer`]); the copy in the
-/// shared buffer is only ever written (published), never read back, since userspace can
-/// rewrite it.
+/// A queue the kernel produces into: a user CQ. The producer index is the kernel's own
+/// ([`KernelProducer`]); the copy in the shared buffer is only ever written (published),
+/// never read back, since userspace can rewrite it.
 pub(crate) struct ProducedQueue {
     queue: SharedQueue,
     producer: KernelProducer,

@@ -21,8 +21,8 @@
 //! - `qp.rs`: queue pairs: creation, attribute checks, modify, query, destroy.
 //! - `engine/`: a QP's data path, by role: requester (`req.rs`), responder (`resp.rs`),
 //!   datagrams (`ud.rs`), completions (`comp.rs`), the key resolver (`mem.rs`),
-//!   transmission (`xmit.rs`), the responder's queued replies (`replies.rs`), kernel
-//!   consumers' posting (`post.rs`).
+//!   transmission (`xmit.rs`), the responder's queued replies (`replies.rs`), the work
+//!   queues: user rings and kernel consumers' checked work requests (`wq.rs`).
 //! - `proto/`: the RoCEv2 wire core (headers, opcode table, ICRC, PSN, target selection),
 //!   `core`-only, shared with the host crate `tools/rrxe`.
 //! - `fifo.rs`: a bounded FIFO allocated once (kernel CQs, the responder's queued replies).

@@ -10,7 +10,7 @@
 use super::{Engine, Events, QpShared, WQE_BUDGET};
 use crate::net::PortCounter;
 use crate::proto::rc::{responder::RecvCompletion, SendAction, WcStatus};
-use crate::proto::uabi::{slot_wr_id, Completion, WcEx};
+use crate::proto::uabi::{Completion, WcEx};
 use kernel::rdma::{qp::QpState, wr::NetworkType};
 
 /// Which CQ of the QP a completion goes to.
@@ -31,16 +31,13 @@ impl QpShared {
                 .then(|| Completion::send_success(&w, self.qpn)),
             (Some(w), _) => Some(Completion::send_error(w.wr_id(), status, self.qpn)),
             // Never validated (cannot happen: only validated WQEs are started).
-            (None, _) => e
-                .shadow
-                .slot(id)
-                .map(|copy| Completion::send_error(slot_wr_id(copy), status, self.qpn)),
+            (None, _) => Some(Completion::send_error(0, status, self.qpn)),
         };
         if let Some(c) = cqe {
             self.post_cqe(ev, CqSide::Send, &c, false);
         }
         if let Ok(p) = e.sqs.complete_oldest() {
-            let _ = self.sq.publish(p);
+            self.sq_publish(e, p);
         }
     }
 
@@ -50,18 +47,14 @@ impl QpShared {
             return;
         };
         self.dev.stats.inc(PortCounter::BadWqes);
-        if let Ok(prod) = self.sq.producer_acquire() {
+        if let Ok(prod) = self.sq_producer(e) {
             if let Ok(Some(slot)) = e.sqs.next_to_start(prod) {
-                let mut hdr = [0u8; 8];
-                let wr_id = match self.sq.read_prefix(&slot, &mut hdr) {
-                    Ok(()) => slot_wr_id(&hdr),
-                    Err(_) => 0,
-                };
+                let wr_id = self.sq_wr_id(e, &slot);
                 let c = Completion::send_error(wr_id, status, self.qpn);
                 self.post_cqe(ev, CqSide::Send, &c, false);
                 if e.sqs.mark_started(prod).is_ok() {
                     if let Ok(p) = e.sqs.complete_oldest() {
-                        let _ = self.sq.publish(p);
+                        self.sq_publish(e, p);
                     }
                 }
             }
@@ -71,7 +64,7 @@ impl QpShared {
 
     /// Completes the current receive WQE as the responder says.
     pub(super) fn complete_recv(&self, e: &mut Engine, ev: &mut Events, rc: &RecvCompletion) {
-        let wr_id = slot_wr_id(&e.rwqe);
+        let wr_id = e.rwqe.wr_id();
         let c = if rc.status == WcStatus::Success {
             let ex = match (rc.imm, rc.inv_rkey) {
                 (Some(imm), _) => WcEx::Imm(imm),
@@ -133,7 +126,7 @@ impl QpShared {
             }
         }
         if e.resp.flush() {
-            let c = Completion::send_error(slot_wr_id(&e.rwqe), WcStatus::WrFlushErr, self.qpn);
+            let c = Completion::send_error(e.rwqe.wr_id(), WcStatus::WrFlushErr, self.qpn);
             self.post_cqe(ev, CqSide::Recv, &c, false);
         }
         self.flush_queues(e, ev);
@@ -143,9 +136,8 @@ impl QpShared {
     /// [`WcStatus::WrFlushErr`] (in ERR), at most [`WQE_BUDGET`] of each per run; the QP's
     /// softirq work flushes the rest.
     pub(super) fn flush_queues(&self, e: &mut Engine, ev: &mut Events) {
-        let mut hdr = [0u8; 8];
         let mut budget = WQE_BUDGET;
-        while let Ok(prod) = self.sq.producer_acquire() {
+        while let Ok(prod) = self.sq_producer(e) {
             if budget == 0 {
                 self.kick.queue(self);
                 break;
@@ -154,40 +146,31 @@ impl QpShared {
             let Ok(Some(slot)) = e.sqs.next_to_start(prod) else {
                 break;
             };
-            let wr_id = match self.sq.read_prefix(&slot, &mut hdr) {
-                Ok(()) => slot_wr_id(&hdr),
-                Err(_) => 0,
-            };
+            let wr_id = self.sq_wr_id(e, &slot);
             if e.sqs.mark_started(prod).is_err() {
                 break;
             }
             let c = Completion::send_error(wr_id, WcStatus::WrFlushErr, self.qpn);
             self.post_cqe(ev, CqSide::Send, &c, false);
             if let Ok(p) = e.sqs.complete_oldest() {
-                let _ = self.sq.publish(p);
+                self.sq_publish(e, p);
             }
         }
-        let (Some(rq), Some(rqc)) = (&self.rq, &mut e.rqc) else {
-            return;
-        };
         let mut budget = WQE_BUDGET;
-        while let Ok(prod) = rq.producer_acquire() {
+        while let Ok(prod) = self.rq_producer(e) {
             if budget == 0 {
                 self.kick.queue(self);
                 break;
             }
             budget -= 1;
-            let Ok(Some(slot)) = rqc.head(prod) else {
+            let Some(Ok(Some(slot))) = e.rqc.as_ref().map(|c| c.head(prod)) else {
                 break;
             };
-            let wr_id = match rq.read_prefix(&slot, &mut hdr) {
-                Ok(()) => slot_wr_id(&hdr),
-                Err(_) => 0,
-            };
-            let Ok(p) = rqc.advance(prod) else {
+            let wr_id = self.rq_wr_id(e, &slot);
+            let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.advance(prod)) else {
                 break;
             };
-            let _ = rq.publish(p);
+            self.rq_publish(e, p);
             let c = Completion::send_error(wr_id, WcStatus::WrFlushErr, self.qpn);
             self.post_cqe(ev, CqSide::Recv, &c, false);
         }

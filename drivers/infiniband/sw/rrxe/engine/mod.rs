@@ -18,7 +18,8 @@
 //! - `comp.rs`: completions into the CQ rings, the error state and flushing;
 //! - `mem.rs`: the one key resolver every memory access goes through, scatter and gather;
 //! - `xmit.rs`: building and transmitting a packet;
-//! - `post.rs`: kernel consumers' work requests laid out in the rings.
+//! - `wq.rs`: the work queues: a user's rings and a kernel consumer's queues of checked
+//!   work requests, and how the data path reads both.
 //!
 //! Everything a QP does on the data path happens under its engine lock, in one of three
 //! contexts, and runs to completion there (no work items, no packet queues):
@@ -32,7 +33,8 @@
 //! Userspace owns the rings' memory and may rewrite a slot at any time, so each WQE is copied
 //! out once, validated ([`validate_send_wqe`], [`validate_recv_wqe`]) and only
 //! the copy is used: a send WQE's copy stays in the shadow ring until it completes, the
-//! receive WQE being filled in `rwqe`. Every local key in a WQE is resolved against the
+//! receive WQE being filled in `rwqe`. A kernel consumer's work requests are checked by the
+//! same rules when posted and copied into the same places, without being validated again. Every local key in a WQE is resolved against the
 //! device's key table, the QP's protection domain and the region's bounds before any byte
 //! moves, and every remote key of a request from the wire likewise, with the access right
 //! the opcode needs ([`QpShared::resolve`]).
@@ -45,12 +47,14 @@
 
 mod comp;
 mod mem;
-mod post;
 mod replies;
 mod req;
 mod resp;
 mod ud;
+mod wq;
 mod xmit;
+
+pub(crate) use wq::Queue;
 
 pub(crate) use mem::LOCAL_DMA_LKEY;
 
@@ -69,13 +73,11 @@ use crate::proto::{
         SenderConfig, Transport, WcStatus,
     },
     uabi::{
-        KernelConsumer, KernelProducer, LengthCheck, RecvQueueParams, SendQueueParams,
-        SendQueueState, MAX_MSG_SIZE,
+        KernelConsumer, LengthCheck, RecvQueueParams, SendQueueParams, SendQueueState, MAX_MSG_SIZE,
     },
 };
 use crate::queue::SharedQueue;
 use crate::Rrxe;
-use kernel::alloc::KVVec;
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::{
@@ -88,9 +90,9 @@ use kernel::rdma::{
     BhGuard,
 };
 use kernel::sync::{Arc, SpinLock};
-use post::Posting;
 use replies::ReplyQueue;
 use req::Shadow;
+use wq::{KernelQueues, RecvCopy};
 use xmit::PKEY;
 
 /// Send WQEs a QP keeps in flight (started, not completed): the sender's window in WQEs.
@@ -135,7 +137,9 @@ pub(crate) struct QpShared {
     dev: Arc<DevShared>,
     scq: CqRef<Rrxe>,
     rcq: CqRef<Rrxe>,
-    sq: SharedQueue,
+    /// A user QP's send ring (a kernel consumer's queue is `Engine::kq`).
+    sq: Option<SharedQueue>,
+    /// A user QP's receive ring, unless the QP uses an SRQ.
     rq: Option<SharedQueue>,
     /// For a kernel consumer's QP: SGEs with the local DMA lkey name kernel memory.
     kernel: Option<KernelDma>,
@@ -173,18 +177,18 @@ pub(crate) struct Engine {
     replies: ReplyQueue,
     /// Kernel indices of the send queue.
     sqs: SendQueueState,
-    /// Kernel consumer of the receive queue.
+    /// Kernel consumer of the receive queue (`None` without one).
     rqc: Option<KernelConsumer>,
     sq_params: SendQueueParams,
     rq_params: RecvQueueParams,
     /// Copies of the send WQEs in flight.
     shadow: Shadow,
     /// Copy of the receive WQE being filled.
-    rwqe: KVVec<u8>,
+    rwqe: RecvCopy,
     /// Copy of the receive queue's head, while the responder decides on it.
-    stage: KVVec<u8>,
-    /// Kernel consumers: their producer side of the rings.
-    posting: Option<Posting>,
+    stage: RecvCopy,
+    /// A kernel consumer's send and receive queues.
+    kq: Option<KernelQueues>,
     /// A posted WQE failed validation: completed with this status once the WQEs before it
     /// are, then the QP enters ERR.
     sq_error: Option<WcStatus>,
@@ -225,8 +229,8 @@ pub(crate) struct QpSetup {
     pub(crate) dev: Arc<DevShared>,
     pub(crate) scq: CqRef<Rrxe>,
     pub(crate) rcq: CqRef<Rrxe>,
-    pub(crate) sq: SharedQueue,
-    pub(crate) rq: Option<SharedQueue>,
+    pub(crate) sq: Queue,
+    pub(crate) rq: Option<Queue>,
     pub(crate) kernel: Option<KernelDma>,
     pub(crate) handle: QpHandle,
 }
@@ -297,23 +301,20 @@ fn new_responder(a: &QpAttrs) -> Result<KBox<Responder<RD_ATOM>>> {
     )?)
 }
 
-/// Returns a zeroed buffer of `len` bytes.
-fn zeroed_buf(len: usize) -> Result<KVVec<u8>> {
-    Ok(KVVec::from_elem(0u8, len, GFP_KERNEL_ACCOUNT)?)
-}
-
 impl QpShared {
     /// Creates the data path of a new QP, in the RESET state.
     pub(crate) fn new(s: QpSetup) -> Result<Arc<Self>> {
         let sq_geo = s.sq.geometry();
         let sq_elem = sq_geo.elem_size();
-        let rq_elem = s.rq.as_ref().map_or(0, |q| q.geometry().elem_size());
+        let rq_geo = s.rq.as_ref().map(|q| q.geometry());
+        let rq_elem = rq_geo.map_or(0, |g| g.elem_size());
+        let (sq, rq, kq) = wq::split(s.sq, s.rq)?;
         let eng = Engine {
             sender: new_sender(&s.attrs, s.qp_type)?,
             resp: new_responder(&s.attrs)?,
             replies: replies::new_queue()?,
             sqs: SendQueueState::new(sq_geo),
-            rqc: s.rq.as_ref().map(|q| KernelConsumer::new(q.geometry())),
+            rqc: rq_geo.map(KernelConsumer::new),
             sq_params: SendQueueParams {
                 qp_type: s.qp_type,
                 max_sge: s.caps.max_send_sge,
@@ -331,16 +332,9 @@ impl QpShared {
                 length_check: LengthCheck::SgeSum,
             },
             shadow: Shadow::new(sq_elem)?,
-            rwqe: zeroed_buf(rq_elem)?,
-            stage: zeroed_buf(rq_elem)?,
-            posting: match s.kernel {
-                Some(_) => Some(Posting {
-                    sq: KernelProducer::new(sq_geo),
-                    rq: s.rq.as_ref().map(|q| KernelProducer::new(q.geometry())),
-                    buf: zeroed_buf(sq_elem.max(rq_elem))?,
-                }),
-                None => None,
-            },
+            rwqe: RecvCopy::new(rq_elem)?,
+            stage: RecvCopy::new(rq_elem)?,
+            kq,
             sq_error: None,
             ip: IpParams::default(),
             dest_qpn: Qpn::new(0),
@@ -365,8 +359,8 @@ impl QpShared {
                 dev: s.dev,
                 scq: s.scq,
                 rcq: s.rcq,
-                sq: s.sq,
-                rq: s.rq,
+                sq,
+                rq,
                 kernel: s.kernel,
                 handle: s.handle,
             }),
@@ -505,16 +499,14 @@ impl QpShared {
         self.tx_wait.stop();
         e.sq_error = None;
         e.shadow.reset();
-        if let Ok(prod) = self.sq.producer_acquire() {
+        if let Ok(prod) = self.sq_producer(e) {
             if let Ok(p) = e.sqs.drain(prod) {
-                let _ = self.sq.publish(p);
+                self.sq_publish(e, p);
             }
         }
-        if let (Some(rq), Some(rqc)) = (&self.rq, &mut e.rqc) {
-            if let Ok(prod) = rq.producer_acquire() {
-                if let Ok(p) = rqc.drain(prod) {
-                    let _ = rq.publish(p);
-                }
+        if let Ok(prod) = self.rq_producer(e) {
+            if let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.drain(prod)) {
+                self.rq_publish(e, p);
             }
         }
     }

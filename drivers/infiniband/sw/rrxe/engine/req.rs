@@ -3,8 +3,9 @@
 //! The requester of a connected QP (RC, UC): send WQEs from the ring into the wire core's
 //! [`Sender`], request packets out, responses in.
 //!
-//! A send WQE is copied once out of the user-writable ring into the shadow ring
-//! ([`Shadow`]), validated there with every local key it names, and posted to the sender
+//! A send WQE is copied once out of its work queue into the shadow ring ([`Shadow`]):
+//! validated there if it came from a user's ring, already checked if a kernel consumer
+//! posted it (`wq.rs`). With every local key it names resolved, it is posted to the sender
 //! under its shadow slot number; from then on only the copy is read: to build each request
 //! packet (and each retransmission), to place READ data and atomic results, and to complete
 //! it. The sender decides what to transmit (its window, go-back-N, the RNR wait) and which
@@ -89,6 +90,17 @@ impl Shadow {
         self.wqe(id).ok_or(WcStatus::LocQpOpErr)
     }
 
+    /// Puts a kernel consumer's checked WQE in slot `id`, with its local data at the place
+    /// [`CheckedSendWqe::attach`] finds it; `None` if the data does not fit.
+    pub(super) fn install(&mut self, id: u32, wqe: CheckedSendWqe, data: &[u8]) -> Option<()> {
+        let copy = self.slot_mut(id)?;
+        copy.get_mut(uabi::SEND_WQE_DATA_OFFSET..)?
+            .get_mut(..data.len())?
+            .copy_from_slice(data);
+        *self.wqes.get_mut(usize::try_from(id).ok()?)? = Some(wqe);
+        Some(())
+    }
+
     /// Returns the validated WQE in slot `id`, if it was validated since it was copied.
     pub(super) fn wqe(&self, id: u32) -> Option<SendWqe<'_>> {
         let checked = (*self.wqes.get(usize::try_from(id).ok()?)?)?;
@@ -157,15 +169,16 @@ impl QpShared {
         }
     }
 
-    /// Copies the next posted, not started send WQE into shadow slot `id`; returns the
-    /// producer index it was read under, `None` if there is none, or the status of a corrupt
-    /// ring (an impossible producer index, an unreadable slot).
-    pub(super) fn copy_next_wqe(
+    /// Puts a validated copy of the next posted, not started send WQE in shadow slot `id`;
+    /// returns the producer index it was read under, `None` if there is none, or the status
+    /// the WQE completes with: that of a WQE that does not validate, or of a corrupt ring
+    /// (an impossible producer index, an unreadable slot).
+    pub(super) fn load_next_wqe(
         &self,
         e: &mut Engine,
         id: u32,
     ) -> core::result::Result<Option<u32>, WcStatus> {
-        let Ok(prod) = self.sq.producer_acquire() else {
+        let Ok(prod) = self.sq_producer(e) else {
             return Ok(None);
         };
         let slot = match e.sqs.next_to_start(prod) {
@@ -173,18 +186,15 @@ impl QpShared {
             Ok(None) => return Ok(None),
             Err(_) => return Err(WcStatus::LocQpOpErr),
         };
-        let copy = e.shadow.slot_mut(id).ok_or(WcStatus::LocQpOpErr)?;
-        self.sq
-            .read_slot(&slot, copy)
-            .map_err(|_| WcStatus::LocQpOpErr)?;
+        self.load_send(e, &slot, id)?;
         Ok(Some(prod))
     }
 
-    /// Copies, validates and posts the WQEs userspace added to the send queue.
+    /// Copies, validates and posts the WQEs the consumer added to the send queue.
     fn fill_sender(&self, e: &mut Engine) {
         while e.sq_error.is_none() && e.sender.has_room() {
             let id = e.shadow.next;
-            let prod = match self.copy_next_wqe(e, id) {
+            let prod = match self.load_next_wqe(e, id) {
                 Ok(Some(prod)) => prod,
                 Ok(None) => return,
                 Err(status) => {
@@ -211,10 +221,10 @@ impl QpShared {
         }
     }
 
-    /// Validates the send WQE copy in shadow slot `id` for this QP, and every local key it
-    /// names; returns what the sender needs of it.
-    fn check_send_wqe(&self, e: &mut Engine, id: u32) -> core::result::Result<PostedWqe, WcStatus> {
-        let wqe = e.shadow.check(id, &e.sq_params)?;
+    /// Checks every local key the validated send WQE in shadow slot `id` names; returns what
+    /// the sender needs of it.
+    fn check_send_wqe(&self, e: &Engine, id: u32) -> core::result::Result<PostedWqe, WcStatus> {
+        let wqe = e.shadow.wqe(id).ok_or(WcStatus::LocQpOpErr)?;
         let op = WrOp::from_wr_opcode(wqe.opcode()).ok_or(WcStatus::LocQpOpErr)?;
         // READ and atomic results are written into the local buffers.
         let need = if op.is_read_or_atomic() {

@@ -22,7 +22,6 @@ use crate::proto::{
     opcode::QpType as WireQpType,
     packet::Packet,
     rc::{responder::LocalError, AtomicExec, Placement, Request, RespOutcome},
-    uabi,
 };
 use kernel::prelude::*;
 
@@ -64,10 +63,8 @@ impl QpShared {
         if out.begin_recv {
             // The head was validated into `stage`; it becomes the current receive WQE.
             core::mem::swap(&mut e.rwqe, &mut e.stage);
-            if let Some(rqc) = &mut e.rqc {
-                if let (Some(rq), Ok(p)) = (&self.rq, rqc.advance(prod)) {
-                    let _ = rq.publish(p);
-                }
+            if let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.advance(prod)) {
+                self.rq_publish(e, p);
             }
         }
         let placed = match out.placement {
@@ -151,25 +148,24 @@ impl QpShared {
         }
     }
 
-    /// Copies the receive queue's head into `stage` and validates it: `Ok(None)` if the
-    /// queue is empty, else its length and the producer index it was read under. `Err` if
-    /// the queue or the WQE is corrupt (the QP enters ERR).
+    /// Puts a validated copy of the receive queue's head in `stage`: `Ok(None)` if the queue
+    /// is empty, else its length and the producer index it was read under. `Err` if the
+    /// queue or the WQE is corrupt (the QP enters ERR).
     pub(super) fn peek_recv(&self, e: &mut Engine) -> core::result::Result<Option<(u32, u32)>, ()> {
-        let (Some(rq), Some(rqc)) = (&self.rq, &e.rqc) else {
+        let Some(rqc) = &e.rqc else {
             return Ok(None);
         };
-        let prod = rq.producer_acquire().map_err(|_| ())?;
+        let prod = self.rq_producer(e).map_err(|_| ())?;
         let Some(slot) = rqc.head(prod).map_err(|_| ())? else {
             return Ok(None);
         };
-        rq.read_slot(&slot, &mut e.stage).map_err(|_| ())?;
-        let w = uabi::validate_recv_wqe(&e.stage, &e.rq_params).map_err(|_| ())?;
-        Ok(Some((w.length(), prod)))
+        let len = self.load_recv(e, &slot).map_err(|_| ())?;
+        Ok(Some((len, prod)))
     }
 
     /// Scatters `data` into the current receive WQE at byte `offset`.
     pub(super) fn scatter(&self, e: &Engine, offset: u32, data: &[u8]) -> Result {
-        let w = uabi::validate_recv_wqe(&e.rwqe, &e.rq_params).map_err(|_| EINVAL)?;
+        let w = e.rwqe.wqe().ok_or(EINVAL)?;
         self.scatter_sges(w.sges(), offset, data)
     }
 }

@@ -17,7 +17,7 @@ use crate::proto::{
     opcode::{Op, Opcode},
     packet::{Packet, PacketSpec},
     rc::WcStatus,
-    uabi::{slot_wr_id, Completion, SendData, SendFlags, SendOp, UdAddress, WcEx},
+    uabi::{Completion, SendData, SendFlags, SendOp, UdAddress, WcEx},
 };
 use kernel::prelude::*;
 use kernel::rdma::wr::NetworkType;
@@ -31,7 +31,7 @@ impl QpShared {
     /// nothing to wait for), at most [`WQE_BUDGET`] per run.
     pub(super) fn pump_ud(&self, e: &mut Engine, ev: &mut Events) {
         for _ in 0..WQE_BUDGET {
-            let status = match self.copy_next_wqe(e, 0) {
+            let status = match self.load_next_wqe(e, 0) {
                 Ok(Some(prod)) => self.send_datagram(e).map(|()| prod),
                 Ok(None) => return,
                 Err(status) => Err(status),
@@ -53,10 +53,10 @@ impl QpShared {
         self.kick.queue(self);
     }
 
-    /// UD: validates the WQE copy in shadow slot 0 and sends its datagram.
+    /// UD: sends the datagram of the validated WQE copy in shadow slot 0.
     fn send_datagram(&self, e: &mut Engine) -> core::result::Result<(), WcStatus> {
         let id = e.next_ip_id();
-        let wqe = e.shadow.check(0, &e.sq_params)?;
+        let wqe = e.shadow.wqe(0).ok_or(WcStatus::LocQpOpErr)?;
         let SendOp::Send {
             imm, ud: Some(ud), ..
         } = *wqe.op()
@@ -166,12 +166,10 @@ impl QpShared {
         let fits =
             usize::try_from(len).is_ok_and(|l| l >= pkt.payload.len().saturating_add(GRH_LEN));
         core::mem::swap(&mut e.rwqe, &mut e.stage);
-        if let (Some(rq), Some(rqc)) = (&self.rq, &mut e.rqc) {
-            if let Ok(p) = rqc.advance(prod) {
-                let _ = rq.publish(p);
-            }
+        if let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.advance(prod)) {
+            self.rq_publish(e, p);
         }
-        let wr_id = slot_wr_id(&e.rwqe);
+        let wr_id = e.rwqe.wr_id();
         let placed = fits
             && self.scatter(e, 0, &grh).is_ok()
             && self.scatter(e, GRH_LEN as u32, pkt.payload).is_ok();

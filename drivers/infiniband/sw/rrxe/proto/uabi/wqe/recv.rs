@@ -49,6 +49,69 @@ impl<'a> RecvWqe<'a> {
     }
 }
 
+impl RecvWqe<'_> {
+    /// Returns the WQE detached from the bytes it was validated in, to be attached again
+    /// for each packet it takes ([`CheckedRecvWqe::attach`]) instead of being validated again.
+    pub fn detach(&self) -> CheckedRecvWqe {
+        CheckedRecvWqe {
+            wr_id: self.wr_id,
+            length: self.length,
+            sge_bytes: self.sges.byte_len(),
+        }
+    }
+}
+
+/// A [`RecvWqe`] detached from its slot ([`RecvWqe::detach`]), or a kernel consumer's
+/// receive work request ([`Self::from_kernel`]).
+///
+/// # Invariants
+///
+/// The fields are those of a [`RecvWqe`] that passed [`validate_recv_wqe`] (or the same
+/// checks, for a kernel work request); its SGE list is the first `sge_bytes` bytes of the
+/// slot's payload area.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckedRecvWqe {
+    wr_id: u64,
+    length: u32,
+    sge_bytes: usize,
+}
+
+impl CheckedRecvWqe {
+    /// Checks a kernel consumer's receive work request of `num_sge` SGEs, which the driver
+    /// put at the start of `area` (the payload area of the slot it will be attached to), as
+    /// [`validate_recv_wqe`] checks a user WQE.
+    pub fn from_kernel(
+        wr_id: u64,
+        num_sge: u32,
+        area: &[u8],
+        p: &RecvQueueParams,
+    ) -> Result<Self, WqeError> {
+        let sges = sge_list(area, num_sge, p.max_sge)?;
+        let length = sge_length(&sges, 0, LengthCheck::SgeSum, p.max_msg_size)?;
+        Ok(Self {
+            wr_id,
+            length,
+            sge_bytes: sges.byte_len(),
+        })
+    }
+
+    /// Returns the WQE with its SGE list in `slot`, which must hold the bytes it was
+    /// checked in, unchanged; `None` if `slot` is too short for them.
+    pub fn attach<'a>(&self, slot: &'a [u8]) -> Option<RecvWqe<'a>> {
+        let area = slot.get(RECV_WQE_DATA_OFFSET..)?;
+        Some(RecvWqe {
+            wr_id: self.wr_id,
+            length: self.length,
+            sges: SgeList::from_checked(area.get(..self.sge_bytes)?),
+        })
+    }
+
+    /// Returns the work request id.
+    pub fn wr_id(&self) -> u64 {
+        self.wr_id
+    }
+}
+
 /// Validates a receive WQE copied out of a user-owned RQ or SRQ slot.
 ///
 /// Upstream checks `num_sge` only, copies `40 + 16 * num_sge` bytes and then trusts

@@ -280,9 +280,154 @@ impl CheckedSendWqe {
     }
 
     /// Returns the work request id.
-    #[cfg(rrxe_host)]
     pub fn wr_id(&self) -> u64 {
         self.wr_id
+    }
+}
+
+/// A kernel consumer's send work request, as the driver read it from `struct ib_send_wr`:
+/// typed values, never laid out as a WQE. [`CheckedSendWqe::from_kernel`] checks it as
+/// [`validate_send_wqe`] checks a user WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelSendWr {
+    /// Work request id.
+    pub wr_id: u64,
+    /// Opcode (may be the kernel-only [`WrOpcode::RegMr`]).
+    pub opcode: WrOpcode,
+    /// `IB_SEND_*` flags.
+    pub flags: SendFlags,
+    /// The operation, which must be the opcode's ([`SendOp::fits`]).
+    pub op: SendOp,
+}
+
+/// What a kernel work request's data area holds (see [`CheckedSendWqe::from_kernel`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelData {
+    /// `n` SGEs, as [`RxeSgeFields`](super::super::RxeSgeFields) (the layout of `struct ib_sge`).
+    Sges(u32),
+    /// Inline payload of this many bytes (`IB_SEND_INLINE`).
+    Inline(u32),
+}
+
+impl SendOp {
+    /// Returns `true` if this is the operation of `opcode`: the variant, and immediate data
+    /// or an rkey to invalidate exactly where the opcode carries one.
+    pub fn fits(&self, opcode: WrOpcode) -> bool {
+        match (self, opcode) {
+            (
+                Self::Send {
+                    imm,
+                    invalidate_rkey,
+                    ..
+                },
+                WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv,
+            ) => {
+                imm.is_some() == opcode.has_imm()
+                    && invalidate_rkey.is_some() == opcode.has_invalidate()
+            }
+            (Self::Write { imm, .. }, WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm) => {
+                imm.is_some() == opcode.has_imm()
+            }
+            (Self::Read { .. }, WrOpcode::RdmaRead)
+            | (Self::CompareSwap { .. }, WrOpcode::AtomicCmpAndSwp)
+            | (Self::FetchAdd { .. }, WrOpcode::AtomicFetchAndAdd)
+            | (Self::AtomicWrite { .. }, WrOpcode::AtomicWrite)
+            | (Self::Flush { .. }, WrOpcode::Flush)
+            | (Self::LocalInv { .. }, WrOpcode::LocalInv)
+            | (Self::BindMw(_), WrOpcode::BindMw)
+            | (Self::RegMr { .. }, WrOpcode::RegMr) => true,
+            _ => false,
+        }
+    }
+}
+
+impl CheckedSendWqe {
+    /// Checks a kernel consumer's work request whose local data the driver put at the start
+    /// of `area` (the payload area of the slot the WQE will be attached to); returns it
+    /// detached, as [`SendWqe::detach`] would after [`validate_send_wqe`].
+    ///
+    /// The rules are the user WQE's: the opcode on this QP type, inline data only where it
+    /// is meaningful and at most `max_inline`, at most `max_sge` SGEs whose lengths add up
+    /// to at most the maximum message size, atomics on 8 aligned bytes with an 8-byte local
+    /// buffer, a UD send with an address handle and a connected send without. ATOMIC WRITE,
+    /// FLUSH and memory window binds are not offered to kernel consumers.
+    pub fn from_kernel(
+        wr: &KernelSendWr,
+        data: KernelData,
+        area: &[u8],
+        p: &SendQueueParams,
+    ) -> Result<Self, WqeError> {
+        let opcode = wr.opcode;
+        if !p.kernel && opcode == WrOpcode::RegMr {
+            return Err(WqeError::BadOpcode(WrOpcode::RegMr as u32));
+        }
+        if !opcode.allowed_on(p.qp_type) || !wr.op.fits(opcode) {
+            return Err(WqeError::OpcodeNotAllowed(opcode));
+        }
+        let inline = wr.flags.contains(SendFlags::INLINE);
+        let (place, length) = match data {
+            KernelData::Inline(len) => {
+                if !inline || !opcode.inline_allowed() {
+                    return Err(WqeError::InlineNotAllowed);
+                }
+                if len > p.max_inline {
+                    return Err(WqeError::InlineTooLong(len));
+                }
+                let n = usize::try_from(len).map_err(|_| WqeError::InlineOutsideSlot)?;
+                area.get(..n).ok_or(WqeError::InlineOutsideSlot)?;
+                (DataPlace::Inline(n), len)
+            }
+            KernelData::Sges(_) if inline => return Err(WqeError::InlineNotAllowed),
+            KernelData::Sges(num_sge) => {
+                if num_sge > p.max_sge {
+                    return Err(WqeError::TooManySge {
+                        num_sge,
+                        max_sge: p.max_sge,
+                    });
+                }
+                if opcode.has_local_data() {
+                    let sges = sge_list(area, num_sge, p.max_sge)?;
+                    let len = sge_length(&sges, 0, LengthCheck::SgeSum, p.max_msg_size)?;
+                    (DataPlace::Sges(sges.byte_len()), len)
+                } else {
+                    (DataPlace::None, 0)
+                }
+            }
+        };
+        match wr.op {
+            SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } => {
+                if length < 8 {
+                    return Err(WqeError::AtomicLength(length));
+                }
+                if remote.addr & 7 != 0 {
+                    return Err(WqeError::AtomicMisaligned(remote.addr));
+                }
+            }
+            SendOp::Send { ud, .. } => match (p.qp_type, ud) {
+                (
+                    QpType::Ud,
+                    Some(UdDest {
+                        address: UdAddress::Ah(_),
+                        ..
+                    }),
+                )
+                | (QpType::Rc | QpType::Uc, None) => {}
+                (QpType::Ud, _) => return Err(WqeError::MissingAh),
+                _ => return Err(WqeError::OpcodeNotAllowed(opcode)),
+            },
+            SendOp::AtomicWrite { .. } | SendOp::Flush { .. } | SendOp::BindMw(_) => {
+                return Err(WqeError::OpcodeNotAllowed(opcode));
+            }
+            _ => {}
+        }
+        Ok(Self {
+            wr_id: wr.wr_id,
+            opcode,
+            flags: wr.flags,
+            length,
+            op: wr.op,
+            data: place,
+        })
     }
 }
 
