@@ -113,6 +113,30 @@ release() {
 	for _ in $(seq 100); do kill -0 "$HOLDER" 2>/dev/null || { wait "$HOLDER"; return 0; }; sleep 0.1; done
 	echo "holder still alive 10 s after SIGTERM"; kill -9 "$HOLDER"; return 1
 }
+# mapped_words PID: the first 32-bit word of each of PID's mappings of its uverbs file, read
+# through /proc/PID/mem. A queue's header starts with log2_elem_size, never 0 while the
+# queue is mapped; once the device is gone, the core has zapped the mappings and the process
+# reads zeroes there, not the freed queues.
+mapped_words() {
+	grep /dev/infiniband/uverbs "/proc/$1/maps" | while read -r range _; do
+		dd if="/proc/$1/mem" bs=4096 skip=$((0x${range%-*} / 4096)) count=1 2>/dev/null |
+			od -An -tu4 -N4 | tr -d ' '
+	done
+}
+# queues_mapped: the holder maps its queues (a CQ, the send and the receive queue).
+queues_mapped() {
+	local w
+	w=$(mapped_words "$HOLDER")
+	echo "first words of the holder's uverbs mappings: $(echo $w)"
+	[ "$(echo "$w" | grep -c '^[1-9]')" -ge 3 ]
+}
+# queues_zapped: the holder's uverbs mappings read as zeroes.
+queues_zapped() {
+	local w
+	w=$(mapped_words "$HOLDER")
+	echo "first words of the holder's uverbs mappings: $(echo $w)"
+	[ -n "$w" ] && ! echo "$w" | grep -qv '^0$'
+}
 ip link add rrxed1 type dummy && ip addr add 10.99.0.1/24 dev rrxed1 && ip link set rrxed1 up
 rdma link add rrxe2 type rrxe netdev rrxed1
 check holder_on_dummy hold rrxe2 18990 10.99.0.1
@@ -120,7 +144,9 @@ check netdev_removal_with_open_context timeout 30 ip link del rrxed1
 check netdev_removal_with_open_context_gone wait_gone rrxe2
 check holder_released_after_netdev_removal release
 check holder_on_rrxe0 hold rrxe0 18991
+check holder_queues_mapped queues_mapped
 check link_del_with_open_context timeout 30 rdma link del rrxe0
+check holder_mappings_zapped queues_zapped
 check holder_released_after_link_del release
 check link_readd_after_disassociate rdma link add rrxe0 type rrxe netdev eth0
 check holder_before_unload hold rrxe0 18992

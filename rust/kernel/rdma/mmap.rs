@@ -8,7 +8,10 @@
 //! and the library maps it. The memory must outlive both the driver object that uses it and
 //! every user mapping, so it belongs to the mmap entry, whose reference count the core keeps:
 //! it is freed in the driver's `mmap_free` operation, after the driver removed the entry and
-//! the last mapping is gone.
+//! the last mapping is gone. Each mapping is tracked in the uverbs file, as the core's own
+//! `rdma_user_mmap_io()` tracks IO mappings: it holds a reference on the entry, and when the
+//! device is removed under a process that still has it mapped (disassociation), the core
+//! zaps it, so the process sees a zeroed page where its queue was.
 //!
 //! Userspace can write the shared memory at any time. [`SharedBuffer`] therefore never hands
 //! out references into it: it copies bytes in and out, and reads and writes 32-bit indices
@@ -223,8 +226,15 @@ pub(crate) unsafe fn map(
     let entry = unsafe { &*rdma.cast::<Entry>() };
     // SAFETY: `vma` is valid; the entry's buffer is a `vmalloc_user()` allocation at least as
     // large as the mapping (the core checked the length against the entry's size).
-    let ret = unsafe { bindings::remap_vmalloc_range(vma, entry.buf.as_ptr().cast(), 0) };
-    // SAFETY: Drops the reference taken by `rdma_user_mmap_entry_get`; the VMA holds its own.
+    let mut ret = unsafe { bindings::remap_vmalloc_range(vma, entry.buf.as_ptr().cast(), 0) };
+    if ret == 0 {
+        // SAFETY: `vma` is a VMA of the uverbs file of `ctx`, in the driver's `mmap` operation
+        // (whose VMA operations free the tracking on close), just mapped; `rdma` is a counted
+        // entry, which the tracking takes a reference of its own on.
+        ret = unsafe { bindings::rdma_umap_track(vma, rdma) };
+    }
+    // SAFETY: Drops the reference taken by `rdma_user_mmap_entry_get`; the VMA holds its own
+    // (taken by `rdma_umap_track`) until it is unmapped or zapped.
     unsafe { bindings::rdma_user_mmap_entry_put(rdma) };
     to_result(ret)
 }
