@@ -207,10 +207,23 @@ k=1 npass=0 nspec=0 nbad=0 why= statuses=
 while :; do
 	timeout $ROUND_TMO xfer server -d "$DEV" -g "$GID" -p $((P_ROUND + k)) "${ROUND_OPTS[@]}" \
 		>/tmp/round$k.out 2>&1 &
-	s=$!
+	s=$! started=$SECONDS
 	report=$(hear $((CTL + k)) $((ROUND_TMO + 150)))
-	wait $s
-	src=$?
+	# The server ends within ROUND_TMO (timeout's SIGTERM); one that outlives it by 30 s is
+	# stuck where no signal reaches it, in the kernel: its kernel stack and every blocked
+	# task go to the console (sysrq w), and the round is bad, instead of the group hanging.
+	while kill -0 $s 2>/dev/null && [ $((SECONDS - started)) -lt $((ROUND_TMO + 30)) ]; do
+		sleep 0.5
+	done
+	if kill -0 $s 2>/dev/null; then
+		log "round $k: xfer server (pid $s) still there $((SECONDS - started)) s after it started; its stack:"
+		cat /proc/$s/stack /proc/$s/task/*/stack 2>&1 | sort -u
+		echo w 2>/dev/null >/proc/sysrq-trigger
+		src=stuck
+	else
+		wait $s
+		src=$?
+	fi
 	[ $src = 0 ] || absorb_client $((P_ROUND + k)) /tmp/round$k.out
 	sed "s/^/   round $k: /" /tmp/round$k.out
 	more=${report%% *} v=${report#* }
@@ -218,6 +231,9 @@ while :; do
 	# Guest a's own checks (its side of the connection) must hold in every round.
 	if [ -z "$report" ]; then
 		v="bad no report from guest b"
+		more=stop
+	elif [ "$src" = stuck ]; then
+		v="bad xfer server stuck in the kernel (stack above)"
 		more=stop
 	elif [ "$src" = 124 ]; then
 		v="bad xfer server killed after $ROUND_TMO s"
