@@ -4,6 +4,8 @@
 # the same netdevice in the same kernel, compared line by line. Every attribute must be
 # rdma_rxe's, except the differences listed below, each with its reason; a difference not
 # listed fails (and so does a listed one that went away: the list stays true).
+# The port counters likewise (counters_match_rdma_rxe): every counter of rdma_rxe is one of
+# rrxe's, under its name, but those listed in COUNTERS_MISSING with their reasons.
 . /usr/local/lib/rrxe/lib.sh
 
 FAILED=0
@@ -18,10 +20,12 @@ devinfo() {
 rdma_link rdma_rrxe rrxe rrxe0
 rrxe_gid_index rrxe0 >/dev/null || die "no RoCE v2 GID on rrxe0"
 devinfo rrxe0 >/tmp/devinfo.rrxe || die "ibv_devinfo rrxe0"
+ls /sys/class/infiniband/rrxe0/ports/1/hw_counters >/tmp/counters.rrxe
 rdma link del rrxe0 && rmmod rdma_rrxe || die "unload rrxe"
 rdma_link rdma_rxe rxe rxe0
 rrxe_gid_index rxe0 >/dev/null || die "no RoCE v2 GID on rxe0"
 devinfo rxe0 >/tmp/devinfo.rxe || die "ibv_devinfo rxe0"
+ls /sys/class/infiniband/rxe0/ports/1/hw_counters >/tmp/counters.rxe
 rdma link del rxe0 && rmmod rdma_rxe || die "unload rdma_rxe"
 
 # The differences rrxe keeps on purpose: attribute and reason. A listed attribute may differ
@@ -85,5 +89,24 @@ elif [ -n "$stale" ]; then
 	bad devinfo_matches_rdma_rxe "listed but equal now (remove from the list):$stale"
 else
 	ok devinfo_matches_rdma_rxe
+fi
+
+declare -A COUNTERS_MISSING=(
+	[ack_deferred]="rdma_rxe's completer run from a work item instead of inline; rrxe's always runs inline"
+)
+echo "== port counters: rdma_rxe: $(echo $(cat /tmp/counters.rxe))"
+echo "==                rrxe:     $(echo $(cat /tmp/counters.rrxe))"
+missing= stale=
+for c in $(cat /tmp/counters.rxe); do
+	grep -qx "$c" /tmp/counters.rrxe && continue
+	[ -n "${COUNTERS_MISSING[$c]+x}" ] && echo "  $c: ${COUNTERS_MISSING[$c]}" || missing="$missing $c"
+done
+for c in "${!COUNTERS_MISSING[@]}"; do grep -qx "$c" /tmp/counters.rrxe && stale="$stale $c"; done
+if [ "$(wc -l </tmp/counters.rxe)" -lt 10 ]; then
+	bad counters_match_rdma_rxe "only $(wc -l </tmp/counters.rxe) counters of rdma_rxe listed"
+elif [ -n "$missing$stale" ]; then
+	bad counters_match_rdma_rxe "${missing:+missing:$missing}${stale:+ listed but present:$stale}"
+else
+	ok counters_match_rdma_rxe
 fi
 exit $FAILED

@@ -275,7 +275,7 @@ rx=$((d_pkts + d_mal + d_icrc)) fuzz_rx=$((d_pkts + d_mal + d_icrc - ${bsent:-0}
 log "fuzz: ${sent:-?} sent (${sure:-?} to be refused as malformed), guest b's stack sent" \
 	"${bsent:-?}; guest a received $rx: rcvd_pkts +$d_pkts, rcvd_malformed +$d_mal," \
 	"rcvd_icrc_err +$d_icrc, rcvd_unknown_qp +$d_unk, rcvd_dropped +$d_drop"
-for c in sent_pkts rnr_naks_sent completions tx_paused replies_dropped send_errors; do
+for c in sent_pkts send_rnr_err completions tx_paused replies_dropped send_err; do
 	printf '   %s +%s\n' $c "$(delta $c)"
 done
 set --

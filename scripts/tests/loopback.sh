@@ -52,6 +52,45 @@ pair pingpong_1m_events ibv_rc_pingpong -d rrxe0 -g "$gid" -s 1048576 -n 3 -c -e
 pair read_bw ib_read_bw -d rrxe0 -x "$gid" -n 50 -F
 pair atomic_bw ib_atomic_bw -d rrxe0 -x "$gid" -n 50 -F
 pair write_lat ib_write_lat -d rrxe0 -x "$gid" -n 50 -F
+
+# The counters rrxe shares with rdma_rxe, both ends of each exchange on rrxe0: a SEND the
+# server refuses with RNR NAKs until the client's rnr_retry (1) runs out, then one the
+# server takes (RNR NAKs, if the SEND comes before its receive, until it does).
+#  - counters_rnr: send_rnr_err and rcvd_rnr_err grew alike, by 2 at least (the refused
+#    SEND's first try and its retry), retry_rnr_exceeded_err by exactly 1;
+#  - counters_sends_recvs: rdma_sends and rdma_recvs grew by exactly 1 (the SEND that got
+#    through, and its receive);
+#  - counters_bytes: sent_bytes grew by rcvd_bytes' growth plus 28 bytes (IPv4 and UDP
+#    headers) per packet: every packet sent (sent_pkts + retransmits) came back in whole.
+hw() { cat "/sys/class/infiniband/rrxe0/ports/1/hw_counters/$1"; }
+COUNTERS="send_rnr_err rcvd_rnr_err retry_rnr_exceeded_err rdma_sends rdma_recvs sent_bytes
+	rcvd_bytes sent_pkts retransmits rcvd_pkts"
+hw_snap() { for c in $COUNTERS; do echo "$c $(hw $c)"; done; }
+hw_delta() { awk -v n="$1" '$1 == n { v[FILENAME] = $2 } END { print v["/tmp/hw.1"] - v["/tmp/hw.0"] }' /tmp/hw.0 /tmp/hw.1; }
+hw_snap >/tmp/hw.0
+pair rnr_retry_exceeded rc_rnr server -d rrxe0 -g "$gid" -r 1
+pair rnr_then_send rc_rnr server -d rrxe0 -g "$gid" -P -w 0 -r 7
+hw_snap >/tmp/hw.1
+for c in $COUNTERS; do printf '%s +%s ' "$c" "$(hw_delta "$c")"; done
+echo
+sent_rnr=$(hw_delta send_rnr_err) rcvd_rnr=$(hw_delta rcvd_rnr_err)
+if [ "$sent_rnr" = "$rcvd_rnr" ] && [ "$sent_rnr" -ge 2 ] && [ "$(hw_delta retry_rnr_exceeded_err)" = 1 ]; then
+	ok counters_rnr
+else
+	bad counters_rnr "send_rnr_err +$sent_rnr, rcvd_rnr_err +$rcvd_rnr, retry_rnr_exceeded_err +$(hw_delta retry_rnr_exceeded_err)"
+fi
+if [ "$(hw_delta rdma_sends)" = 1 ] && [ "$(hw_delta rdma_recvs)" = 1 ]; then
+	ok counters_sends_recvs
+else
+	bad counters_sends_recvs "rdma_sends +$(hw_delta rdma_sends), rdma_recvs +$(hw_delta rdma_recvs)"
+fi
+npkts=$(($(hw_delta sent_pkts) + $(hw_delta retransmits)))
+if [ "$npkts" -gt 0 ] && [ "$npkts" = "$(hw_delta rcvd_pkts)" ] &&
+	[ "$(hw_delta sent_bytes)" = $(($(hw_delta rcvd_bytes) + 28 * npkts)) ]; then
+	ok counters_bytes
+else
+	bad counters_bytes "$npkts packets sent, $(hw_delta rcvd_pkts) received, sent_bytes +$(hw_delta sent_bytes), rcvd_bytes +$(hw_delta rcvd_bytes)"
+fi
 rdma statistic show link rrxe0/1
 if rdma link del rrxe0; then ok loopback_link_del; else bad loopback_link_del "rdma link del"; fi
 if rmmod rdma_rrxe; then ok loopback_rmmod; else bad loopback_rmmod rmmod; fi

@@ -10,7 +10,7 @@
 #    second; at most one may go unanswered, the one in flight when the transfer ends), and
 #    the worst round trip is printed;
 #  - read_16m_no_send_errors (guest a): the responder lost no response to a full queue
-#    (send_errors did not move; tx_paused says how often it had to wait).
+#    (send_err did not move; tx_paused says how often it had to wait).
 # Before pacing, the responder built all 65536 responses in one softirq: the transmit queue
 # dropped most of them, the requester's retries ran out, and guest a answered no ping.
 . /usr/local/lib/rrxe/lib.sh
@@ -22,7 +22,7 @@ counter() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1" 2>/dev/null 
 rdma_use rrxe
 
 XFER_TIMEOUT=240
-errs0=$(counter send_errors)
+errs0=$(counter send_err)
 if [ "$RRXE_NAME" = b ]; then
 	ping "$RRXE_PEER" >/tmp/ping.out 2>&1 &
 	p=$!
@@ -41,11 +41,11 @@ if [ "$RRXE_NAME" = b ]; then
 		bad read_16m_responsive "${got:-0} of ${sent:-0} pings answered during the READs"
 	fi
 else
-	errs=$(( $(counter send_errors) - errs0 ))
+	errs=$(( $(counter send_err) - errs0 ))
 	if [ "$errs" = 0 ]; then
 		ok read_16m_no_send_errors "tx_paused $(counter tx_paused)"
 	else
-		bad read_16m_no_send_errors "$errs responses lost (send_errors), tx_paused $(counter tx_paused)"
+		bad read_16m_no_send_errors "$errs responses lost (send_err), tx_paused $(counter tx_paused)"
 	fi
 fi
 rdma statistic show link "$DEV/1"

@@ -9,7 +9,7 @@
 #    assumed): the SEND completes with success, a receives the right <size> bytes (64 B:
 #    one packet; 64 KiB: a multi-packet message whose first packet is NAKed, the rest
 #    dropped, all resent).
-# a's driver must count the RNR NAKs it sends (rdma_rxe: send_rnr_err, rrxe: rnr_naks_sent):
+# a's driver must count the RNR NAKs it sends (send_rnr_err, both drivers):
 # rnr_retry + 1 in the negative cases, at least one in the late ones (<name>_nak_count).
 # RNR_A / RNR_B (default rrxe) pick each guest's driver: rrxe or rxe (the C rdma_rxe).
 # Guest a judges (guest b tells it its exit status) and prints `RRXE-TEST rnr_<A>_<B>_...`
@@ -21,12 +21,8 @@ FAILED=0
 ok() { echo "RRXE-TEST $1 ok"; }
 bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
 counter() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1" 2>/dev/null; }
-# The counter of RNR NAKs sent by this device: rdma_rxe's send_rnr_err or rrxe's
-# rnr_naks_sent.
-nak_counter() {
-	local d=/sys/class/infiniband/$DEV/ports/1/hw_counters
-	if [ -e $d/rnr_naks_sent ]; then echo $d/rnr_naks_sent; else echo $d/send_rnr_err; fi
-}
+# The counter of RNR NAKs sent by this device.
+nak_counter() { echo "/sys/class/infiniband/$DEV/ports/1/hw_counters/send_rnr_err"; }
 naks_sent() { cat "$(nak_counter)" 2>/dev/null; }
 counters() {
 	local d=/sys/class/infiniband/$DEV/ports/1/hw_counters f

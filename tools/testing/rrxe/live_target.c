@@ -501,7 +501,7 @@ static void check_region(int j_landed)
  * The peer's packets against the counters: each one sent arrived (rcvd_pkts), none with a
  * bad ICRC, malformed or for an unknown QP; exactly 2 dropped by their QP (e's WRITE to the
  * QP in ERR, and j's UD opcode or, if that was NAKed, j's WRITE to the QP it ended); every
- * reply sent (sent_pkts) reached the peer, none lost (send_errors).
+ * reply sent (sent_pkts) reached the peer, none lost (send_err).
  */
 static void check_counters(const struct counters *a, const struct counters *b, int sent,
 			   int replies)
@@ -512,13 +512,13 @@ static void check_counters(const struct counters *a, const struct counters *b, i
 	long long unknown = counter_delta(a, b, "rcvd_unknown_qp");
 	long long dropped = counter_delta(a, b, "rcvd_dropped");
 	long long txd = counter_delta(a, b, "sent_pkts");
-	long long txerr = counter_delta(a, b, "send_errors");
+	long long txerr = counter_delta(a, b, "send_err");
 
 	checkf("counters_rx_clean", !icrc && !malformed && !unknown,
 	       "rcvd_icrc_err %+lld rcvd_malformed %+lld rcvd_unknown_qp %+lld: the peer's packets are not all valid RoCE for live QPs",
 	       icrc, malformed, unknown);
 	checkf("counters_match_peer", rcvd == sent && dropped == 2 && txd == replies && !txerr,
-	       "rcvd_pkts %+lld (peer sent %d), rcvd_dropped %+lld (expected +2), sent_pkts %+lld (peer received %d), send_errors %+lld",
+	       "rcvd_pkts %+lld (peer sent %d), rcvd_dropped %+lld (expected +2), sent_pkts %+lld (peer received %d), send_err %+lld",
 	       rcvd, sent, dropped, txd, replies, txerr);
 }
 

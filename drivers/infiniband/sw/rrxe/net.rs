@@ -20,13 +20,47 @@ use kernel::rdma::{
 };
 use kernel::sync::atomic::{ordering::Relaxed, Atomic};
 
-/// The port counters (`rdma statistic show`), in the order of [`HW_STATS`]: what became of
+/// The port counters (`rdma statistic show`), in the order of [`HW_STATS`]: first those of
+/// `rdma_rxe`, with its names and meanings (in its order), then rrxe's own: what became of
 /// received packets, and of transmissions, completions and work requests.
 #[derive(Copy, Clone)]
 #[repr(usize)]
 pub(crate) enum PortCounter {
+    /// Packets sent (requests and acknowledgements), first transmissions.
+    SentPkts,
     /// Well-formed packets with a valid ICRC.
     Pkts,
+    /// Requests with a PSN before the expected one (RC responder): answered again, never
+    /// executed twice.
+    DuplicateRequests,
+    /// PSN sequence error NAKs sent (RC responder: a request after a gap, once per gap).
+    OutOfSeqRequests,
+    /// RNR NAKs received (requester).
+    RcvdRnrNaks,
+    /// RNR NAKs sent: a SEND arrived with no receive WQE posted.
+    SentRnrNaks,
+    /// PSN sequence error NAKs received (requester).
+    RcvdSeqNaks,
+    /// Send WQEs completed with `IB_WC_RETRY_EXC_ERR`.
+    RetryExceeded,
+    /// Send WQEs completed with `IB_WC_RNR_RETRY_EXC_ERR`.
+    RnrRetryExceeded,
+    /// Times the requester went back to its oldest unacknowledged packet (the local ACK
+    /// timeout expired, or a PSN sequence error NAK came).
+    CompleterRetries,
+    /// Packets that could not be sent (no route, no memory, queue full): the peer sees
+    /// loss.
+    SendErrors,
+    /// Times the port went down (its netdevice down or without carrier).
+    LinkDowned,
+    /// SEND work requests completed successfully.
+    RdmaSends,
+    /// Receive work requests completed successfully.
+    RdmaRecvs,
+    /// Bytes of the packets sent (IP packets).
+    SentBytes,
+    /// Bytes of the well-formed packets received (UDP payloads: BTH to ICRC).
+    RcvdBytes,
     /// Packets whose ICRC did not match (dropped).
     IcrcErr,
     /// Packets the parser rejected: truncated, bad version, pad or length, unknown opcode.
@@ -36,15 +70,8 @@ pub(crate) enum PortCounter {
     /// Valid packets an existing QP did not take: not from its peer, wrong state or
     /// partition, or an opcode it does not carry out.
     Dropped,
-    /// Packets sent (requests and acknowledgements), first transmissions.
-    SentPkts,
     /// Request packets sent again (go-back-N after a timeout or a NAK).
     Retransmits,
-    /// Packets that could not be sent (no route, no memory, queue full): the peer sees
-    /// loss.
-    SendErrors,
-    /// RNR NAKs sent: a SEND arrived with no receive WQE posted.
-    RnrNaksSent,
     /// Completions written to CQs.
     Completions,
     /// Completions lost because their CQ was full.
@@ -66,19 +93,32 @@ pub(crate) enum PortCounter {
     BadInvalidates,
 }
 
-const NUM_STATS: usize = 16;
+const NUM_STATS: usize = 28;
 
-/// The names of the port counters.
+/// The names of the port counters. `rdma_rxe`'s `ack_deferred` (its completer run from a
+/// work item instead of inline) has no counterpart: rrxe's completer always runs inline.
 pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
+    StatDesc::new(c"sent_pkts"),
     StatDesc::new(c"rcvd_pkts"),
+    StatDesc::new(c"duplicate_request"),
+    StatDesc::new(c"out_of_seq_request"),
+    StatDesc::new(c"rcvd_rnr_err"),
+    StatDesc::new(c"send_rnr_err"),
+    StatDesc::new(c"rcvd_seq_err"),
+    StatDesc::new(c"retry_exceeded_err"),
+    StatDesc::new(c"retry_rnr_exceeded_err"),
+    StatDesc::new(c"completer_retry_err"),
+    StatDesc::new(c"send_err"),
+    StatDesc::new(c"link_downed"),
+    StatDesc::new(c"rdma_sends"),
+    StatDesc::new(c"rdma_recvs"),
+    StatDesc::new(c"sent_bytes"),
+    StatDesc::new(c"rcvd_bytes"),
     StatDesc::new(c"rcvd_icrc_err"),
     StatDesc::new(c"rcvd_malformed"),
     StatDesc::new(c"rcvd_unknown_qp"),
     StatDesc::new(c"rcvd_dropped"),
-    StatDesc::new(c"sent_pkts"),
     StatDesc::new(c"retransmits"),
-    StatDesc::new(c"send_errors"),
-    StatDesc::new(c"rnr_naks_sent"),
     StatDesc::new(c"completions"),
     StatDesc::new(c"cq_overflows"),
     StatDesc::new(c"bad_wqes"),
@@ -97,8 +137,12 @@ impl Stats {
     }
 
     pub(crate) fn inc(&self, s: PortCounter) {
+        self.add(s, 1);
+    }
+
+    pub(crate) fn add(&self, s: PortCounter, n: u64) {
         if let Some(c) = self.0.get(s as usize) {
-            c.add(1u64, Relaxed);
+            c.add(n, Relaxed);
         }
     }
 
@@ -127,11 +171,12 @@ fn source_gid(ip: &IpHdr<'_>) -> [u8; 16] {
     gid
 }
 
-/// What a received datagram is, once checked: the parsed packet and its IP header.
+/// What a received datagram is, once checked: the parsed packet, its IP header and its
+/// length (the UDP payload's).
 fn classify<'a>(
     ip: &'a [u8],
     udp: &'a [u8],
-) -> core::result::Result<(Packet<'a>, IpHdr<'a>), PortCounter> {
+) -> core::result::Result<(Packet<'a>, IpHdr<'a>, usize), PortCounter> {
     let (udp_hdr, rest) = udp.split_at_checked(8).ok_or(PortCounter::Malformed)?;
     // The UDP length bounds the payload (link-layer padding is not part of it).
     let len_bytes = udp_hdr
@@ -149,7 +194,7 @@ fn classify<'a>(
         _ => return Err(PortCounter::Malformed),
     };
     icrc::verify(&kernel_crc32, ip, udp_hdr, payload).map_err(|_| PortCounter::IcrcErr)?;
-    Ok((pkt, ip))
+    Ok((pkt, ip, payload.len()))
 }
 
 impl TunnelRx for Rrxe {
@@ -168,8 +213,9 @@ impl TunnelRx for Rrxe {
             .ok_or(PortCounter::Malformed)
             .and_then(|(ip, udp)| classify(ip, udp))
         {
-            Ok((p, ip)) => {
+            Ok((p, ip, len)) => {
                 stats.inc(PortCounter::Pkts);
+                stats.add(PortCounter::RcvdBytes, u64::try_from(len).unwrap_or(0));
                 match dev.data().qp(p.bth.dest_qp().get()) {
                     Some(qp) if qp.receive(&p, &ip, &source_gid(&ip)) => true,
                     Some(_) => {

@@ -127,6 +127,10 @@ impl netdev::Notifier for Rrxe {
                 ndev.mtu(),
                 params::roce_mtu(ndev.mtu()).bytes()
             ),
+            // As rdma_rxe counts it (the core reports the port event itself).
+            netdev::Event::Down | netdev::Event::Change if !ndev.is_active() => {
+                dev.data().shared.stats.inc(net::PortCounter::LinkDowned)
+            }
             _ => {}
         }
     }

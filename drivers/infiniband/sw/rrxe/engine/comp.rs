@@ -10,7 +10,7 @@
 use super::{Engine, Events, QpShared, WQE_BUDGET};
 use crate::net::PortCounter;
 use crate::proto::rc::{responder::RecvCompletion, SendAction, WcStatus};
-use crate::proto::uabi::{Completion, WcEx};
+use crate::proto::uabi::{Completion, SendOp, WcEx};
 use kernel::rdma::{qp::QpState, wr::NetworkType};
 
 /// Which CQ of the QP a completion goes to.
@@ -25,6 +25,18 @@ pub(super) enum CqSide {
 impl QpShared {
     /// Completes the oldest send WQE in flight (whose copy is shadow slot `id`).
     pub(super) fn complete_send(&self, e: &mut Engine, ev: &mut Events, id: u32, status: WcStatus) {
+        match status {
+            WcStatus::Success
+                if e.shadow
+                    .wqe(id)
+                    .is_some_and(|w| matches!(w.op(), SendOp::Send { .. })) =>
+            {
+                self.dev.stats.inc(PortCounter::RdmaSends)
+            }
+            WcStatus::RetryExcErr => self.dev.stats.inc(PortCounter::RetryExceeded),
+            WcStatus::RnrRetryExcErr => self.dev.stats.inc(PortCounter::RnrRetryExceeded),
+            _ => {}
+        }
         let cqe = match (e.shadow.wqe(id), status) {
             (Some(w), WcStatus::Success) => w
                 .signaled(self.sig_all)
@@ -71,6 +83,7 @@ impl QpShared {
                 (None, Some(rkey)) => WcEx::Invalidate(rkey),
                 (None, None) => WcEx::None,
             };
+            self.dev.stats.inc(PortCounter::RdmaRecvs);
             Completion::recv_success(wr_id, self.qpn, rc.byte_len, rc.rdma_with_imm, ex, 0, 1)
         } else {
             Completion::send_error(wr_id, rc.status, self.qpn)

@@ -583,6 +583,9 @@ impl QpShared {
 impl TimerCallback<0> for QpShared {
     /// The local ACK timeout expired: go back to the oldest unacknowledged PSN.
     fn timer_fired(this: &Self) {
+        this.dev
+            .stats
+            .inc(crate::net::PortCounter::CompleterRetries);
         this.resume(|s| s.on_retransmit_timeout());
     }
 }

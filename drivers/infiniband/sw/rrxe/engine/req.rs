@@ -28,6 +28,7 @@ use super::{replies::TX_WAIT_US, xmit::PKEY, Engine, Events, QpShared, SQ_SLOTS}
 use crate::mr::Need;
 use crate::net::PortCounter;
 use crate::proto::{
+    aeth::{NakCode, Syndrome},
     opcode::QpType as WireQpType,
     packet::Packet,
     rc::{Deliver, PostedWqe, Response, SendAction, TxPacket, WcStatus, WqeHeaders, WrOp},
@@ -348,6 +349,15 @@ impl QpShared {
         let Some(r) = Response::from_packet(pkt) else {
             return false;
         };
+        match r.syndrome {
+            Syndrome::RnrNak(_) => self.dev.stats.inc(PortCounter::RcvdRnrNaks),
+            Syndrome::Nak(NakCode::PsnSequenceError) => {
+                self.dev.stats.inc(PortCounter::RcvdSeqNaks);
+                // The requester goes back to the NAK's PSN.
+                self.dev.stats.inc(PortCounter::CompleterRetries);
+            }
+            _ => {}
+        }
         let placed = match e.sender.check_response(&r) {
             Some(Deliver::ReadData { id, offset }) => self.place_local(e, id, offset, pkt.payload),
             Some(Deliver::AtomicOrig { id, orig }) => {

@@ -18,7 +18,7 @@ use super::{Engine, Events, QpShared};
 use crate::mr::Need;
 use crate::net::PortCounter;
 use crate::proto::{
-    aeth::Syndrome,
+    aeth::{NakCode, Syndrome},
     opcode::QpType as WireQpType,
     packet::Packet,
     rc::{responder::LocalError, AtomicExec, Placement, Request, RespOutcome},
@@ -54,11 +54,15 @@ impl QpShared {
         } else {
             e.resp.on_request(&req, recv_len)
         };
-        if out
-            .reply
-            .is_some_and(|r| matches!(r.syndrome, Syndrome::RnrNak(_)))
-        {
-            self.dev.stats.inc(PortCounter::RnrNaksSent);
+        match out.reply.map(|r| r.syndrome) {
+            Some(Syndrome::RnrNak(_)) => self.dev.stats.inc(PortCounter::SentRnrNaks),
+            Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
+                self.dev.stats.inc(PortCounter::OutOfSeqRequests)
+            }
+            _ => {}
+        }
+        if out.duplicate {
+            self.dev.stats.inc(PortCounter::DuplicateRequests);
         }
         if out.begin_recv {
             // The head was validated into `stage`; it becomes the current receive WQE.

@@ -174,6 +174,7 @@ impl QpShared {
             && self.scatter(e, 0, &grh).is_ok()
             && self.scatter(e, GRH_LEN as u32, pkt.payload).is_ok();
         let c = if placed {
+            self.dev.stats.inc(PortCounter::RdmaRecvs);
             let byte_len =
                 u32::try_from(pkt.payload.len().saturating_add(GRH_LEN)).unwrap_or(u32::MAX);
             let ex = pkt.immdt.map_or(WcEx::None, |i| WcEx::Imm(i.imm()));

@@ -65,12 +65,18 @@ impl QpShared {
             IpHdr::V6(iph)
         };
         icrc::generate(&kernel_crc32, iph, udp, body).map_err(|_| EINVAL)?;
-        if route.is_local() {
+        let len = u64::try_from(hdr_len.wrapping_add(body_len)).unwrap_or(0);
+        let sent = if route.is_local() {
             // To a QP of this device: the IP layer would deliver it on the loopback device,
             // which no RDMA device is bound to.
-            return self.dev.deliver_locally(buf);
+            self.dev.deliver_locally(buf)
+        } else {
+            buf.send(&route)
+        };
+        if sent.is_ok() {
+            self.dev.stats.add(PortCounter::SentBytes, len);
         }
-        buf.send(&route)
+        sent
     }
 
     /// Counts the outcome of a transmission (a lost packet is recovered by the transport).

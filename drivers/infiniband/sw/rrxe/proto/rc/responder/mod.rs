@@ -105,6 +105,8 @@ pub struct RespOutcome {
     pub atomic_reply: Option<AtomicReply>,
     /// Move the QP to ERR (after the above).
     pub fatal: bool,
+    /// The request was a duplicate (its PSN before the expected one), answered as one.
+    pub duplicate: bool,
 }
 
 /// The message the responder is in the middle of.
@@ -239,7 +241,12 @@ impl<const N: usize> Responder<N> {
         }
         match req.psn.classify(self.epsn, 1 << 23) {
             PsnClass::Expected => self.nak_sent = false,
-            PsnClass::Duplicate => return self.on_duplicate(req, info.op),
+            PsnClass::Duplicate => {
+                return RespOutcome {
+                    duplicate: true,
+                    ..self.on_duplicate(req, info.op)
+                };
+            }
             PsnClass::Ahead | PsnClass::TooFarAhead => {
                 if self.nak_sent {
                     return drop;
