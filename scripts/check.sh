@@ -265,7 +265,7 @@ guest_test frwr 400 "$REPO/scripts/tests/frwr.sh"
 # reconnects and reads it back; rrxe on both guests, then rdma_rxe as the target and as the
 # host, 1% loss on the host's egress, and the controller deleted with a write in flight.
 guest_test nvme 400 --file "$REPO/scripts/tests/nvme.sh" "$REPO/scripts/tests/nvme-rrxe.sh" "$REPO/scripts/tests/nvme-rrxe.sh"
-for v in rxe-target rxe-host loss delete; do
+for v in rxe-target rxe-host loss delete srq; do
 	guest_test nvme-$v 400 --file "$REPO/scripts/tests/nvme.sh" \
 		"$REPO/scripts/tests/nvme-$v.sh" "$REPO/scripts/tests/nvme-$v.sh"
 done

@@ -284,7 +284,8 @@ nvmet_export() {
 	local nqn=$1 port=${2:-1} cfg=/sys/kernel/config/nvmet
 	if [ ! -d "$cfg/subsystems/$nqn" ]; then
 		modprobe null_blk nr_devices=1 memory_backed=1 gb=1 bs=4096 || return 1
-		modprobe nvmet-rdma || return 1
+		# NVMET_RDMA_OPTS: module parameters, e.g. use_srq=1 (shared receive queues).
+		modprobe nvmet-rdma ${NVMET_RDMA_OPTS:-} || return 1
 		[ -d "$cfg" ] || mount -t configfs none /sys/kernel/config || return 1
 		mkdir "$cfg/subsystems/$nqn" &&
 			echo 1 >"$cfg/subsystems/$nqn/attr_allow_any_host" &&

@@ -57,6 +57,9 @@ check many_contexts sh -c 'for i in $(seq 30); do ibv_devinfo -d rrxe0 >/dev/nul
 verbs_objects rrxe0 "$(rrxe_gid_index rrxe0)" "$RRXE_IP" || FAILED=1
 # Queue pairs: rings, the state machine and its attribute checks, limits, QP numbers.
 verbs_qp rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
+# A shared receive queue taken from by two QPs: attributes, the limit event (once), a QP in
+# ERR leaving its WQEs, destroy refused while in use.
+srq_limit rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
 # A process scribbling over the SQ, RQ and CQ rings it shares with the driver (storms of
 # 1.5 s): error completions or ERR, no hang; then a fresh context's RC pair still works.
 hostile rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1

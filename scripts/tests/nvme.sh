@@ -9,7 +9,10 @@
 # READ for writes, RDMA WRITE for reads). NV_A / NV_B pick each guest's driver (rrxe or
 # rxe; default rrxe); NV_NETEM adds a netem qdisc on guest b's egress (e.g. "loss 1%");
 # NV_DELETE=1 deletes the controller while a write is in flight instead of the
-# reconnection (no hang, no oops; the write fails or is retried). Guest b judges.
+# reconnection (no hang, no oops; the write fails or is retried); NVMET_RDMA_OPTS=use_srq=1
+# makes the target post its receives to shared receive queues (kernel SRQs: ib_create_srq,
+# ib_post_srq_recv), which guest a then checks it has (nvme_target_srqs_<tag>). Guest b
+# judges the rest.
 . /usr/local/lib/rrxe/lib.sh
 
 FAILED=0
@@ -27,6 +30,15 @@ if [ "$RRXE_NAME" = a ]; then
 	tell_peer $SYNC ready || die "cannot reach guest b"
 	res=$(hear $((SYNC + 1)) 500)
 	echo "guest b: ${res:-nothing}"
+	if [ -n "${NVMET_RDMA_OPTS:-}" ]; then
+		rdma resource show srq dev "$DEV" | tee /tmp/srqs
+		n=$(grep -c "srqn" /tmp/srqs)
+		if [ "$n" -gt 0 ] && [ "${res%% *}" = done ]; then
+			ok "nvme_target_srqs_$tag" "$n SRQs"
+		else
+			bad "nvme_target_srqs_$tag" "$n SRQs on $DEV, guest b: ${res:-nothing}"
+		fi
+	fi
 	# The target stays: removing the device at the end lets it go (see nvmet_export).
 	rdma statistic show link "$DEV/1"
 	exit 0

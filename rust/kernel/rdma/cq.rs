@@ -5,8 +5,8 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::device::{Device, Driver, UContext, UData};
+use super::usecnt::{UseCounted, UseRef};
 use crate::{bindings, prelude::*, types::Opaque};
-use core::{ops::Deref, ptr::NonNull};
 
 /// A completion queue: the core-allocated `struct ib_cq` followed by the driver's data.
 ///
@@ -67,53 +67,19 @@ impl<T: Driver> Cq<T> {
     }
 }
 
-/// A counted use of a completion queue, which keeps the core from destroying it.
-///
-/// The core refuses to destroy a CQ whose use count (`ib_cq.usecnt`) is not zero, so a
-/// `CqRef` lets a driver's data path (which may outlive the verb that gave it the CQ, e.g. a
-/// packet in flight on another CPU) reach the CQ safely: it takes one count and returns it on
-/// drop.
-///
-/// # Invariants
-///
-/// `cq` points to a live CQ of driver `T` on which this object holds one use count.
-pub struct CqRef<T: Driver> {
-    cq: NonNull<Cq<T>>,
-}
-
-// SAFETY: The CQ is shared; `Cq<T>` methods may be called from any thread when `T::Cq` is
-// `Sync`, and the count may be returned from any thread.
-unsafe impl<T: Driver> Send for CqRef<T> where T::Cq: Sync {}
-// SAFETY: See above.
-unsafe impl<T: Driver> Sync for CqRef<T> where T::Cq: Sync {}
-
-impl<T: Driver> CqRef<T> {
-    /// Takes a use count on `cq`.
-    pub fn new(cq: &Cq<T>) -> Self {
-        // SAFETY: `cq` is live; `usecnt` is an atomic of the core's CQ.
-        unsafe { bindings::atomic_inc(&raw mut (*cq.ib.get()).usecnt) };
-        // INVARIANT: The count was taken above.
-        Self {
-            cq: NonNull::from(cq),
-        }
+// SAFETY: `usecnt` is the CQ's; the core refuses to destroy a CQ while it is not zero.
+// The driver data is `Sync` (`Driver` requires it) and the methods on the core object are
+// safe to call concurrently.
+unsafe impl<T: Driver> UseCounted for Cq<T> {
+    fn usecnt(&self) -> *mut bindings::atomic_t {
+        // SAFETY: `ib` is the live core object.
+        unsafe { &raw mut (*self.ib.get()).usecnt }
     }
 }
 
-impl<T: Driver> Deref for CqRef<T> {
-    type Target = Cq<T>;
-
-    fn deref(&self) -> &Cq<T> {
-        // SAFETY: By the type invariant the CQ lives while the count is held.
-        unsafe { self.cq.as_ref() }
-    }
-}
-
-impl<T: Driver> Drop for CqRef<T> {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant we hold one count on a live CQ.
-        unsafe { bindings::atomic_dec(&raw mut (*self.cq.as_ref().ib.get()).usecnt) };
-    }
-}
+/// A counted use of a completion queue, which keeps the core from destroying it: the data
+/// path of a queue pair holds one for each CQ it completes into.
+pub type CqRef<T> = UseRef<Cq<T>>;
 
 /// Parameters of a new completion queue (`struct ib_cq_init_attr` and the udata).
 pub struct CqInit<'a, T: Driver> {

@@ -10,13 +10,15 @@
 //! - [`link`]: `rdma link add NAME type TYPE netdev DEV` through an `rdma_link_ops`
 //!   registration.
 //! - [`netdev`]: the network devices an RDMA device is bound to, and netdevice events.
-//! - [`pd`], [`cq`], [`qp`], [`mr`], [`ah`]: protection domains, completion queues, queue
-//!   pairs, memory regions and pinned user memory, address handles.
+//! - [`pd`], [`cq`], [`qp`], [`srq`], [`mr`], [`ah`]: protection domains, completion
+//!   queues, queue pairs, shared receive queues, memory regions and pinned user memory,
+//!   address handles.
 //! - [`mmap`]: memory shared with userspace (the user provider maps queues).
 //! - [`net`]: the RoCEv2 UDP tunnel socket, received packets, routes and transmission.
 //! - [`timer`]: protocol timers embedded in driver objects.
 //! - [`bhwork`]: softirq work items embedded in driver objects (local delivery).
 //! - [`wr`]: work requests and completions of kernel consumers, kernel DMA addresses.
+//! - [`usecnt`]: counted uses of core objects (CQs, SRQs) held by a driver's data path.
 //!
 //! The kernel crate is built into vmlinux, so these abstractions need the RDMA core built in
 //! (`CONFIG_INFINIBAND=y`, `CONFIG_INFINIBAND_USER_ACCESS=y`).
@@ -35,7 +37,9 @@ pub mod net;
 pub mod netdev;
 pub mod pd;
 pub mod qp;
+pub mod srq;
 pub mod timer;
+pub mod usecnt;
 pub mod wr;
 
 /// Computes the little-endian (reflected) CRC-32 of `data`, continuing from `seed`, with the

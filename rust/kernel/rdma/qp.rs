@@ -470,6 +470,13 @@ impl<T: Driver> QpInit<'_, T> {
         unsafe { (*self.qp).recv_cq.cast::<Cq<T>>().as_ref() }
     }
 
+    /// Returns the shared receive queue the new QP takes its receive WQEs from, if any.
+    pub fn srq(&self) -> Option<&super::srq::Srq<T>> {
+        // SAFETY: The core sets `srq` before `create_qp` to null or one of this driver's
+        // SRQs, on which it holds a use count while the QP exists.
+        unsafe { (*self.init).srq.cast::<super::srq::Srq<T>>().as_ref() }
+    }
+
     /// Returns the handle that will name the new QP in kernel completions.
     pub fn handle(&self) -> super::wr::QpHandle {
         super::wr::QpHandle::from_raw(self.qp)

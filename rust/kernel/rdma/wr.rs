@@ -329,21 +329,34 @@ pub(crate) unsafe fn post_send<T: Driver>(
 /// `qp` is a live QP of driver `T`; `wr` is a valid chain; `bad_wr` is valid for writes.
 pub(crate) unsafe fn post_recv<T: Driver>(
     qp: &Qp<T>,
+    wr: *const bindings::ib_recv_wr,
+    bad_wr: *mut *const bindings::ib_recv_wr,
+) -> Result {
+    // SAFETY: Per the function's contract.
+    unsafe { post_recv_chain(wr, bad_wr, |w| T::post_recv_wr(qp, w)) }
+}
+
+/// Hands each receive work request of the chain `wr` to `post`, in order; on the first
+/// failure points `bad_wr` at the request that failed and returns its error (the
+/// `post_recv` and `post_srq_recv` trampolines).
+///
+/// # Safety
+///
+/// `wr` is a valid chain; `bad_wr` is valid for writes.
+pub(crate) unsafe fn post_recv_chain(
     mut wr: *const bindings::ib_recv_wr,
     bad_wr: *mut *const bindings::ib_recv_wr,
+    mut post: impl FnMut(&RecvWr<'_>) -> Result,
 ) -> Result {
     while !wr.is_null() {
         // SAFETY: Per the function's contract.
         let result = unsafe {
             let w = &*wr;
             sges(w.sg_list, w.num_sge).and_then(|sges| {
-                T::post_recv_wr(
-                    qp,
-                    &RecvWr {
-                        wr_id: w.__bindgen_anon_1.wr_id,
-                        sges,
-                    },
-                )
+                post(&RecvWr {
+                    wr_id: w.__bindgen_anon_1.wr_id,
+                    sges,
+                })
             })
         };
         if let Err(e) = result {

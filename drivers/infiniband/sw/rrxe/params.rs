@@ -30,6 +30,15 @@ pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
 /// Most queue pairs per device.
 pub(crate) const MAX_QP: u32 = (1 << 20) - 16;
 
+/// Most shared receive queues per device (rdma_rxe's).
+pub(crate) const MAX_SRQ: u32 = (1 << 20) - 0x2_0001;
+
+/// Most work requests per shared receive queue.
+pub(crate) const MAX_SRQ_WR: u32 = 1 << 20;
+
+/// Most scatter/gather entries per shared receive queue WQE (rdma_rxe's).
+pub(crate) const MAX_SRQ_SGE: u32 = 27;
+
 /// Most work requests per work queue.
 pub(crate) const MAX_QP_WR: u32 = 1 << 20;
 

@@ -21,6 +21,7 @@ use kernel::rdma::{
     device::{Device, Mtu},
     pd::Pd,
     qp::{self, attr, AhAttr, GidType, Qp, QpAttrs, QpCaps, QpInit, QpState, QpType},
+    srq::SrqRef,
     wr::{RecvWr, SendWr},
 };
 use kernel::sync::Arc;
@@ -153,6 +154,7 @@ impl RrxeQp {
             rcq: CqRef::new(rcq),
             sq,
             rq,
+            srq: init.srq().map(SrqRef::new),
             kernel: init.kernel_dma(),
             handle: init.handle(),
         })

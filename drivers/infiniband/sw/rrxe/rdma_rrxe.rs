@@ -19,6 +19,8 @@
 //! - `net.rs`: the receive path (UDP port 4791): attribution, parsing, ICRC, dispatch to the
 //!   QP, port counters.
 //! - `qp.rs`: queue pairs: creation, attribute checks, modify, query, destroy.
+//! - `srq.rs`: shared receive queues: the verbs, and the dequeue the responders of the QPs
+//!   attached to one share.
 //! - `engine/`: a QP's data path, by role: requester (`req.rs`), responder (`resp.rs`),
 //!   datagrams (`ud.rs`), completions (`comp.rs`), the key resolver (`mem.rs`),
 //!   transmission (`xmit.rs`), the responder's queued replies (`replies.rs`), the work
@@ -63,6 +65,7 @@ mod proto;
 mod qp;
 mod queue;
 mod rc_kunit;
+mod srq;
 mod wire;
 
 use device::Rrxe;

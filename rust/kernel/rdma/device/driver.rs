@@ -4,7 +4,8 @@
 //!
 //! [`Driver`] is the `#[vtable]` trait a driver implements: its per-object data types, its
 //! identity, and the device, port, user context, protection domain, completion queue, queue
-//! pair, memory region, address handle and work request operations that the RDMA core calls
+//! pair, shared receive queue, memory region, address handle and work request operations
+//! that the RDMA core calls
 //! through the `struct ib_device_ops` table built in the `vtable` module. Operations with a
 //! default body are optional: their entries in that table are only set when the driver
 //! implements them.
@@ -21,6 +22,7 @@ use crate::{
         mr::{AccessFlags, Mr, MrKeys, MrSg, MrType, UserMrReq},
         pd::Pd,
         qp::{Qp, QpAttrs, QpCaps, QpInit},
+        srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
         wr::{KernelDma, RecvWr, SendWr, Wc},
     },
 };
@@ -51,6 +53,9 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Driver data of each memory region.
     type Mr: Send + Sync;
+
+    /// Driver data of each shared receive queue (unused without [`Driver::create_srq`]).
+    type Srq: Send + Sync;
 
     /// The driver id reported to userspace.
     const DRIVER_ID: DriverId;
@@ -139,6 +144,51 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Prepares the destruction of a queue pair; on success its data is dropped next.
     fn destroy_qp(qp: &Qp<Self>) -> Result;
+
+    /// Creates a shared receive queue (checks, the queue, the udata response) and returns
+    /// its driver data.
+    ///
+    /// Implement it together with [`Driver::modify_srq`], [`Driver::query_srq`],
+    /// [`Driver::destroy_srq`] and [`Driver::post_srq_recv_wr`]: the five operations are
+    /// installed together.
+    fn create_srq(
+        _dev: &Device<Self>,
+        _pd: &Pd<Self>,
+        _init: &SrqInit<'_, Self>,
+    ) -> Result<Self::Srq> {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Changes the attributes of `mask`: the limit (`SrqAttrMask::LIMIT`), the size
+    /// (`SrqAttrMask::MAX_WR`).
+    fn modify_srq(
+        _srq: &Srq<Self>,
+        _attrs: &SrqAttrs,
+        _mask: SrqAttrMask,
+        _udata: Option<&UData>,
+    ) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Returns the sizes and the limit of a shared receive queue.
+    fn query_srq(_srq: &Srq<Self>) -> Result<SrqAttrs> {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Prepares the destruction of a shared receive queue (no queue pair uses it any more);
+    /// on success its data is dropped next.
+    fn destroy_srq(_srq: &Srq<Self>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Posts one receive work request of a kernel consumer to a shared receive queue.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    fn post_srq_recv_wr(_srq: &Srq<Self>, _wr: &RecvWr<'_>) -> Result {
+        Err(EOPNOTSUPP)
+    }
 
     /// Registers user memory; returns the region's keys and the initialiser of its data.
     fn reg_user_mr(

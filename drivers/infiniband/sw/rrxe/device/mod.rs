@@ -48,6 +48,10 @@ pub(crate) struct RrxeDev {
     cqs: Arc<Counter>,
     /// Queue pairs in use.
     pub(crate) qps: Arc<Counter>,
+    /// Shared receive queues in use.
+    pub(crate) srqs: Arc<Counter>,
+    /// The number the next SRQ is reported with.
+    next_srq: Atomic<u32>,
     /// QP numbers in use (the value is the number itself). Allocation and release take
     /// `qpn_lock`, because storing may drop the array's own lock to allocate.
     #[pin]
@@ -77,6 +81,12 @@ pub(crate) struct RrxeDev {
 }
 
 impl RrxeDev {
+    /// Returns the number a new SRQ is reported with (`srq_num` of the user ABI, which
+    /// nothing looks up): rdma_rxe's range, wrapping.
+    pub(crate) fn next_srq_num(&self) -> u32 {
+        self.next_srq.fetch_add(1, Relaxed) % params::MAX_SRQ + 0x2_0001
+    }
+
     /// Takes QP number 1 for the device's GSI QP (the MAD layer's QP1).
     pub(crate) fn alloc_gsi_qpn(&self) -> Result<u32> {
         let _guard = self.qpn_lock.lock();
@@ -284,6 +294,8 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             pds: Counter::new(params::MAX_PD)?,
             cqs: Counter::new(params::MAX_CQ)?,
             qps: Counter::new(params::MAX_QP)?,
+            srqs: Counter::new(params::MAX_SRQ)?,
+            next_srq: Atomic::new(0),
             qpns <- XArray::new(AllocKind::Alloc),
             qpn_lock <- new_mutex!(()),
             next_qpn: Atomic::new(0),

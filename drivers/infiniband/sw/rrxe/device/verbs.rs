@@ -2,7 +2,7 @@
 
 //! The verbs of an rrxe device: the [`Driver`] implementation that `kernel::rdma` installs
 //! in the device's `ib_device_ops`. Each verb checks its arguments and hands the object
-//! to its file (`pd.rs`, `cq.rs`, `qp.rs`, `mr.rs`, `ah.rs`).
+//! to its file (`pd.rs`, `cq.rs`, `qp.rs`, `srq.rs`, `mr.rs`, `ah.rs`).
 
 //! Device creation and the device-level verbs.
 
@@ -14,6 +14,7 @@ use crate::net::HW_STATS;
 use crate::params;
 use crate::pd::RrxePd;
 use crate::qp::RrxeQp;
+use crate::srq::RrxeSrq;
 use kernel::prelude::*;
 use kernel::rdma::{
     ah::{Ah, AhInit},
@@ -26,6 +27,7 @@ use kernel::rdma::{
     mr::{AccessFlags, Mr, MrKeys, MrSg, MrType, UserMrReq},
     pd::Pd,
     qp::{Qp, QpAttrs, QpCaps, QpInit},
+    srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
     wr::{KernelDma, RecvWr, SendWr, Wc},
 };
 
@@ -37,6 +39,7 @@ impl Driver for Rrxe {
     type Cq = RrxeCq;
     type Qp = RrxeQp;
     type Mr = RrxeMr;
+    type Srq = RrxeSrq;
     type Ah = RrxeAh;
 
     const DRIVER_ID: DriverId = DriverId::RXE;
@@ -52,7 +55,7 @@ impl Driver for Rrxe {
         if udata.is_some_and(|u| u.in_len() != 0 || u.out_len() != 0) {
             return Err(EINVAL);
         }
-        // Only what is implemented is advertised: no SRQs or memory windows yet.
+        // Only what is implemented is advertised: no memory windows yet, no SRQ resizing.
         Ok(DeviceAttrs {
             sys_image_guid: dev.data().guid,
             // Fast registration, local and remote invalidation: what kernel storage
@@ -82,6 +85,9 @@ impl Driver for Rrxe {
             max_mr_size: u64::MAX,
             page_size_cap: 0xffff_f000,
             max_pd: params::MAX_PD,
+            max_srq: params::MAX_SRQ,
+            max_srq_wr: params::MAX_SRQ_WR,
+            max_srq_sge: params::MAX_SRQ_SGE,
             max_cq: params::MAX_CQ,
             max_cqe: params::MAX_CQE,
             vendor_id: params::VENDOR_ID,
@@ -203,6 +209,33 @@ impl Driver for Rrxe {
     fn destroy_qp(qp: &Qp<Self>) -> Result {
         RrxeQp::destroy(qp);
         Ok(())
+    }
+
+    fn create_srq(dev: &Device<Self>, pd: &Pd<Self>, init: &SrqInit<'_, Self>) -> Result<RrxeSrq> {
+        RrxeSrq::new(dev, pd, init)
+    }
+
+    fn modify_srq(
+        srq: &Srq<Self>,
+        attrs: &SrqAttrs,
+        mask: SrqAttrMask,
+        udata: Option<&UData>,
+    ) -> Result {
+        RrxeSrq::modify(srq, attrs, mask, udata)
+    }
+
+    fn query_srq(srq: &Srq<Self>) -> Result<SrqAttrs> {
+        Ok(RrxeSrq::query(srq))
+    }
+
+    fn destroy_srq(_srq: &Srq<Self>) -> Result {
+        // The core destroys an SRQ only once no QP uses it (each QP's data path holds a use
+        // count while it may take WQEs from it): its data is simply dropped next.
+        Ok(())
+    }
+
+    fn post_srq_recv_wr(srq: &Srq<Self>, wr: &RecvWr<'_>) -> Result {
+        RrxeSrq::post_recv(srq, wr)
     }
 
     fn send_doorbell(qp: &Qp<Self>) -> Result {

@@ -142,6 +142,12 @@ impl QpShared {
             let c = Completion::send_error(e.rwqe.wr_id(), WcStatus::WrFlushErr, self.qpn);
             self.post_cqe(ev, CqSide::Recv, &c, false);
         }
+        // A WQE this QP took from its SRQ and did not use is its own: flushed with it.
+        if core::mem::take(&mut e.stage_taken) {
+            let c = Completion::send_error(e.stage.wr_id(), WcStatus::WrFlushErr, self.qpn);
+            e.stage.clear();
+            self.post_cqe(ev, CqSide::Recv, &c, false);
+        }
         self.flush_queues(e, ev);
     }
 

@@ -54,7 +54,7 @@ mod ud;
 mod wq;
 mod xmit;
 
-pub(crate) use wq::Queue;
+pub(crate) use wq::{write_sges, KernelRing, Queue, RecvCopy};
 
 pub(crate) use mem::LOCAL_DMA_LKEY;
 
@@ -85,6 +85,7 @@ use kernel::rdma::{
     cq::CqRef,
     mr::AccessFlags,
     qp::{attr, QpAttrs, QpCaps, QpState},
+    srq::SrqRef,
     timer::{impl_deferred, Timer, TimerCallback},
     wr::{KernelDma, QpHandle},
     BhGuard,
@@ -92,7 +93,7 @@ use kernel::rdma::{
 use kernel::sync::{Arc, SpinLock};
 use replies::ReplyQueue;
 use req::Shadow;
-use wq::{KernelQueues, RecvCopy};
+use wq::KernelQueues;
 use xmit::PKEY;
 
 /// Send WQEs a QP keeps in flight (started, not completed): the sender's window in WQEs.
@@ -141,6 +142,9 @@ pub(crate) struct QpShared {
     sq: Option<SharedQueue>,
     /// A user QP's receive ring, unless the QP uses an SRQ.
     rq: Option<SharedQueue>,
+    /// The shared receive queue the QP takes its receive WQEs from, instead of a receive
+    /// queue of its own.
+    srq: Option<SrqRef<Rrxe>>,
     /// For a kernel consumer's QP: SGEs with the local DMA lkey name kernel memory.
     kernel: Option<KernelDma>,
     /// Names the QP in a kernel consumer's completions.
@@ -187,6 +191,9 @@ pub(crate) struct Engine {
     rwqe: RecvCopy,
     /// Copy of the receive queue's head, while the responder decides on it.
     stage: RecvCopy,
+    /// `stage` holds a WQE taken from the SRQ (it belongs to this QP now) that no request
+    /// began with yet.
+    stage_taken: bool,
     /// A kernel consumer's send and receive queues.
     kq: Option<KernelQueues>,
     /// A posted WQE failed validation: completed with this status once the WQEs before it
@@ -215,6 +222,8 @@ impl Engine {
 struct Events {
     scq: bool,
     rcq: bool,
+    /// The SRQ went below its limit.
+    srq_limit: bool,
 }
 
 /// Parameters of a new QP's data path.
@@ -231,6 +240,7 @@ pub(crate) struct QpSetup {
     pub(crate) rcq: CqRef<Rrxe>,
     pub(crate) sq: Queue,
     pub(crate) rq: Option<Queue>,
+    pub(crate) srq: Option<SrqRef<Rrxe>>,
     pub(crate) kernel: Option<KernelDma>,
     pub(crate) handle: QpHandle,
 }
@@ -307,7 +317,10 @@ impl QpShared {
         let sq_geo = s.sq.geometry();
         let sq_elem = sq_geo.elem_size();
         let rq_geo = s.rq.as_ref().map(|q| q.geometry());
-        let rq_elem = rq_geo.map_or(0, |g| g.elem_size());
+        let rq_elem = match (&s.srq, rq_geo) {
+            (Some(srq), _) => srq.data().shared.elem(),
+            (None, g) => g.map_or(0, |g| g.elem_size()),
+        };
         let (sq, rq, kq) = wq::split(s.sq, s.rq)?;
         let eng = Engine {
             sender: new_sender(&s.attrs, s.qp_type)?,
@@ -334,6 +347,7 @@ impl QpShared {
             shadow: Shadow::new(sq_elem)?,
             rwqe: RecvCopy::new(rq_elem)?,
             stage: RecvCopy::new(rq_elem)?,
+            stage_taken: false,
             kq,
             sq_error: None,
             ip: IpParams::default(),
@@ -361,6 +375,7 @@ impl QpShared {
                 rcq: s.rcq,
                 sq,
                 rq,
+                srq: s.srq,
                 kernel: s.kernel,
                 handle: s.handle,
             }),
@@ -406,6 +421,9 @@ impl QpShared {
         }
         if ev.rcq {
             self.rcq.completion_event();
+        }
+        if let (true, Some(srq)) = (ev.srq_limit, &self.srq) {
+            srq.limit_reached();
         }
     }
 
@@ -499,6 +517,8 @@ impl QpShared {
         self.tx_wait.stop();
         e.sq_error = None;
         e.shadow.reset();
+        // A WQE taken from the SRQ and not used is dropped with the rest (no completions).
+        e.stage_taken = false;
         if let Ok(prod) = self.sq_producer(e) {
             if let Ok(p) = e.sqs.drain(prod) {
                 self.sq_publish(e, p);

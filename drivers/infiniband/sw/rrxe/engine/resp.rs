@@ -35,7 +35,7 @@ impl QpShared {
         let consumes = pkt.opcode().info().is_some_and(|i| i.consumes_rwqe());
         let mut prod = 0;
         let recv_len = if consumes {
-            match self.peek_recv(e) {
+            match self.peek_recv(e, ev) {
                 Ok(Some((len, p))) => {
                     prod = p;
                     Some(len)
@@ -67,6 +67,7 @@ impl QpShared {
         if out.begin_recv {
             // The head was validated into `stage`; it becomes the current receive WQE.
             core::mem::swap(&mut e.rwqe, &mut e.stage);
+            e.stage_taken = false;
             if let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.advance(prod)) {
                 self.rq_publish(e, p);
             }
@@ -155,7 +156,28 @@ impl QpShared {
     /// Puts a validated copy of the receive queue's head in `stage`: `Ok(None)` if the queue
     /// is empty, else its length and the producer index it was read under. `Err` if the
     /// queue or the WQE is corrupt (the QP enters ERR).
-    pub(super) fn peek_recv(&self, e: &mut Engine) -> core::result::Result<Option<(u32, u32)>, ()> {
+    ///
+    /// With an SRQ, the head is dequeued into `stage` at once (other QPs take from the same
+    /// queue) and stays there, this QP's, until a request begins with it.
+    pub(super) fn peek_recv(
+        &self,
+        e: &mut Engine,
+        ev: &mut Events,
+    ) -> core::result::Result<Option<(u32, u32)>, ()> {
+        if let Some(srq) = &self.srq {
+            if e.stage_taken {
+                return e.stage.wqe().map(|w| Some((w.length(), 0))).ok_or(());
+            }
+            return match srq.data().shared.take(&mut e.stage) {
+                Ok(Some(t)) => {
+                    e.stage_taken = true;
+                    ev.srq_limit |= t.limit_reached;
+                    Ok(Some((t.len, 0)))
+                }
+                Ok(None) => Ok(None),
+                Err(_) => Err(()),
+            };
+        }
         let Some(rqc) = &e.rqc else {
             return Ok(None);
         };

@@ -153,7 +153,7 @@ impl QpShared {
         if let Some((dst, src)) = hdr {
             dst.copy_from_slice(src);
         }
-        let (len, prod) = match self.peek_recv(e) {
+        let (len, prod) = match self.peek_recv(e, ev) {
             Ok(Some(head)) => head,
             // No receive posted: a datagram is simply dropped.
             Ok(None) => return false,
@@ -166,6 +166,7 @@ impl QpShared {
         let fits =
             usize::try_from(len).is_ok_and(|l| l >= pkt.payload.len().saturating_add(GRH_LEN));
         core::mem::swap(&mut e.rwqe, &mut e.stage);
+        e.stage_taken = false;
         if let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.advance(prod)) {
             self.rq_publish(e, p);
         }

@@ -26,8 +26,8 @@ use crate::proto::{
     rc::{Transport, WcStatus, WrOp},
     uabi::{
         self, CheckedRecvWqe, CheckedSendWqe, KernelData, KernelProducer, KernelSendWr, Publish,
-        QueueGeometry, RecvWqe, RxeSgeFields, SendFlags, Slot, RECV_WQE_DATA_OFFSET,
-        SEND_WQE_DATA_OFFSET,
+        QueueGeometry, RecvQueueParams, RecvWqe, RxeSgeFields, SendFlags, Slot,
+        RECV_WQE_DATA_OFFSET, SEND_WQE_DATA_OFFSET,
     },
 };
 use crate::queue::SharedQueue;
@@ -118,17 +118,17 @@ impl<W: Copy> KernelRing<W> {
     }
 
     /// Returns the producer index.
-    pub(super) fn producer(&self) -> u32 {
+    pub(crate) fn producer(&self) -> u32 {
         self.producer.producer()
     }
 
     /// Takes the consumer index the data path publishes (the slots before it are free).
-    pub(super) fn publish(&mut self, p: Publish) {
+    pub(crate) fn publish(&mut self, p: Publish) {
         self.consumer = p.value;
     }
 
     /// Returns the WQE posted in `slot` and its data.
-    pub(super) fn get(&self, slot: &Slot) -> Option<(W, &[u8])> {
+    pub(crate) fn get(&self, slot: &Slot) -> Option<(W, &[u8])> {
         let i = usize::try_from(slot.index).ok()?;
         let w = (*self.wqes.get(i)?)?;
         let start = i.checked_mul(self.data_len)?;
@@ -138,7 +138,7 @@ impl<W: Copy> KernelRing<W> {
     /// Appends the WQE `fill` checks after putting its data in the (cleared) data area it
     /// is given; nothing is posted if `fill` fails. `ENOMEM` if the queue is full (as
     /// hardware drivers answer `ib_post_send` on a full queue).
-    fn push(&mut self, fill: impl FnOnce(&mut [u8]) -> Result<W>) -> Result {
+    pub(crate) fn push(&mut self, fill: impl FnOnce(&mut [u8]) -> Result<W>) -> Result {
         let r = self.producer.reserve(self.consumer).map_err(|_| ENOMEM)?;
         let i = usize::try_from(r.slot().index)?;
         let start = i.checked_mul(self.data_len).ok_or(EINVAL)?;
@@ -184,6 +184,37 @@ impl RecvCopy {
     /// Returns the work request id (0 if no WQE was checked into the copy).
     pub(super) fn wr_id(&self) -> u64 {
         self.wqe.map_or(0, |w| w.wr_id())
+    }
+
+    /// Copies the user WQE in `slot` of `q` and validates it with `p`; returns its length.
+    pub(crate) fn load_user(
+        &mut self,
+        q: &SharedQueue,
+        slot: &Slot,
+        p: &RecvQueueParams,
+    ) -> Result<u32> {
+        self.wqe = None;
+        q.read_slot(slot, &mut self.buf)?;
+        let w = uabi::validate_recv_wqe(&self.buf, p).map_err(|_| EINVAL)?;
+        let length = w.length();
+        self.wqe = Some(w.detach());
+        Ok(length)
+    }
+
+    /// Takes a kernel consumer's checked WQE and its SGE list; returns its length.
+    pub(crate) fn load_kernel(&mut self, w: CheckedRecvWqe, data: &[u8]) -> Result<u32> {
+        self.wqe = None;
+        let area = self.buf.get_mut(RECV_WQE_DATA_OFFSET..).ok_or(EINVAL)?;
+        area.get_mut(..data.len())
+            .ok_or(EINVAL)?
+            .copy_from_slice(data);
+        self.wqe = Some(w);
+        Ok(self.wqe().ok_or(EINVAL)?.length())
+    }
+
+    /// Forgets the WQE (it was completed).
+    pub(super) fn clear(&mut self) {
+        self.wqe = None;
     }
 }
 
@@ -281,27 +312,14 @@ impl QpShared {
     /// Puts a validated copy of the receive WQE posted in `slot` in `e.stage`; returns its
     /// length.
     pub(super) fn load_recv(&self, e: &mut Engine, slot: &Slot) -> Result<u32> {
-        e.stage.wqe = None;
-        let w = match (&self.rq, e.kq.as_ref().and_then(|k| k.rq.as_ref())) {
-            (Some(q), _) => {
-                q.read_slot(slot, &mut e.stage.buf)?;
-                uabi::validate_recv_wqe(&e.stage.buf, &e.rq_params)
-                    .map_err(|_| EINVAL)?
-                    .detach()
-            }
+        match (&self.rq, e.kq.as_ref().and_then(|k| k.rq.as_ref())) {
+            (Some(q), _) => e.stage.load_user(q, slot, &e.rq_params),
             (None, Some(k)) => {
                 let (w, data) = k.get(slot).ok_or(EINVAL)?;
-                let area = e.stage.buf.get_mut(RECV_WQE_DATA_OFFSET..).ok_or(EINVAL)?;
-                area.get_mut(..data.len())
-                    .ok_or(EINVAL)?
-                    .copy_from_slice(data);
-                w
+                e.stage.load_kernel(w, data)
             }
-            (None, None) => return Err(EINVAL),
-        };
-        e.stage.wqe = Some(w);
-        let length = e.stage.wqe().ok_or(EINVAL)?.length();
-        Ok(length)
+            (None, None) => Err(EINVAL),
+        }
     }
 }
 
@@ -371,7 +389,7 @@ impl QpShared {
 
 /// Writes `sges` as an SGE list (the layout of `struct ib_sge` and `struct rxe_sge`) at the
 /// start of `area`.
-fn write_sges(area: &mut [u8], sges: &[Sge]) -> Result {
+pub(crate) fn write_sges(area: &mut [u8], sges: &[Sge]) -> Result {
     let mut chunks = area.chunks_exact_mut(uabi::SGE_LEN);
     for s in sges {
         let dst = chunks.next().ok_or(EINVAL)?;

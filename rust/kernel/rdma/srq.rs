@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues (`struct ib_srq`): one receive queue that the queue pairs attached
+//! to it take their receive WQEs from.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+
+use super::device::{Device, Driver, UContext, UData};
+use super::pd::Pd;
+use super::usecnt::{UseCounted, UseRef};
+use super::wr::{self, RecvWr};
+use crate::{bindings, prelude::*, types::Opaque};
+
+/// A shared receive queue: the core-allocated `struct ib_srq` followed by the driver's data.
+///
+/// # Invariants
+///
+/// `ib` is at offset 0 and initialised by the core; `data` is initialised between a
+/// successful `create_srq` and a successful `destroy_srq`, the only span in which references
+/// exist.
+#[repr(C)]
+#[pin_data]
+pub struct Srq<T: Driver> {
+    #[pin]
+    pub(crate) ib: Opaque<bindings::ib_srq>,
+    #[pin]
+    pub(crate) data: T::Srq,
+}
+
+impl<T: Driver> Srq<T> {
+    /// Returns the driver data.
+    pub fn data(&self) -> &T::Srq {
+        &self.data
+    }
+
+    /// Returns the device of the queue.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: The core sets `device` before `create_srq`; the device is registered while
+        // its objects exist.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// Returns the protection domain of the queue.
+    pub fn pd(&self) -> &Pd<T> {
+        // SAFETY: The core sets `pd` before `create_srq` to one of this driver's PDs, on
+        // which it holds a use count while the queue exists.
+        unsafe { &*(*self.ib.get()).pd.cast::<Pd<T>>() }
+    }
+
+    /// Tells the queue's owner that it holds fewer WQEs than the limit it armed
+    /// (`IB_EVENT_SRQ_LIMIT_REACHED`, `ibv_get_async_event` for a user queue).
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    pub fn limit_reached(&self) {
+        let srq = self.ib.get();
+        // SAFETY: `event_handler` and `srq_context` are set by the core at creation and stay
+        // valid while the queue exists; the event names the queue, which the handler only
+        // uses during the call.
+        unsafe {
+            if let Some(handler) = (*srq).event_handler {
+                let mut ev: bindings::ib_event = pin_init::zeroed();
+                ev.device = (*srq).device;
+                ev.event = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
+                ev.element.srq = srq;
+                handler(&mut ev, (*srq).srq_context);
+            }
+        }
+    }
+}
+
+// SAFETY: `usecnt` is the SRQ's; the core refuses to destroy an SRQ while it is not zero.
+// The driver data is `Sync` (`Driver` requires it) and the methods on the core object are
+// safe to call concurrently.
+unsafe impl<T: Driver> UseCounted for Srq<T> {
+    fn usecnt(&self) -> *mut bindings::atomic_t {
+        // SAFETY: `ib` is the live core object.
+        unsafe { &raw mut (*self.ib.get()).usecnt }
+    }
+}
+
+/// A counted use of a shared receive queue, which keeps the core from destroying it: a queue
+/// pair's data path holds one for the queue it takes its receive WQEs from.
+pub type SrqRef<T> = UseRef<Srq<T>>;
+
+/// Sizes and limit of a shared receive queue (`struct ib_srq_attr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SrqAttrs {
+    /// Number of WQEs the queue holds.
+    pub max_wr: u32,
+    /// Scatter entries per WQE.
+    pub max_sge: u32,
+    /// Limit: the owner is told when fewer WQEs remain (0: not armed).
+    pub srq_limit: u32,
+}
+
+impl SrqAttrs {
+    fn from_raw(a: &bindings::ib_srq_attr) -> Self {
+        Self {
+            max_wr: a.max_wr,
+            max_sge: a.max_sge,
+            srq_limit: a.srq_limit,
+        }
+    }
+
+    fn write(&self, a: &mut bindings::ib_srq_attr) {
+        a.max_wr = self.max_wr;
+        a.max_sge = self.max_sge;
+        a.srq_limit = self.srq_limit;
+    }
+}
+
+/// Which attributes `ibv_modify_srq` changes (`enum ib_srq_attr_mask`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrqAttrMask(u32);
+
+impl SrqAttrMask {
+    /// `IB_SRQ_MAX_WR`: resize the queue.
+    pub const MAX_WR: u32 = bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR;
+    /// `IB_SRQ_LIMIT`: arm the limit.
+    pub const LIMIT: u32 = bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
+
+    /// Returns `true` if every bit of `bits` is set.
+    pub fn contains(self, bits: u32) -> bool {
+        self.0 & bits == bits
+    }
+
+    /// Returns the raw mask.
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+/// Parameters of a new shared receive queue (`struct ib_srq_init_attr` and the udata).
+pub struct SrqInit<'a, T: Driver> {
+    /// Requested sizes and limit.
+    pub attrs: SrqAttrs,
+    /// The queue is a basic one (`IB_SRQT_BASIC`; not XRC or tag matching).
+    pub basic: bool,
+    /// Driver data from and to userspace, for a user queue.
+    pub udata: Option<&'a UData>,
+    /// The user context, for a user queue.
+    pub ucontext: Option<&'a UContext<T>>,
+    init: *mut bindings::ib_srq_init_attr,
+}
+
+impl<T: Driver> SrqInit<'_, T> {
+    /// Reports the sizes actually provided (at least those requested).
+    pub fn set_attrs(&self, attrs: &SrqAttrs) {
+        // SAFETY: `init` is valid during `create_srq`, and the core reads the sizes back
+        // from it after the call.
+        attrs.write(unsafe { &mut (*self.init).attr });
+    }
+}
+
+/// `create_srq` trampoline body.
+///
+/// # Safety
+///
+/// `srq` is a zeroed allocation of `size_ib_srq` bytes whose header the core initialised;
+/// `init` is valid; `udata` is null or valid.
+pub(crate) unsafe fn create<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    init: *mut bindings::ib_srq_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> Result {
+    const {
+        assert!(core::mem::offset_of!(Srq<T>, ib) == 0);
+    }
+    // SAFETY: The core sets `device` and `pd` first and calls operations while they live.
+    let (dev, pd) = unsafe {
+        (
+            Device::<T>::from_raw((*srq).device),
+            &*(*srq).pd.cast::<Pd<T>>(),
+        )
+    };
+    // SAFETY: `udata` is null or valid for the call.
+    let udata = unsafe { UData::from_raw(udata) };
+    // SAFETY: `init` is valid for the call.
+    let i = unsafe { &*init };
+    let si = SrqInit {
+        attrs: SrqAttrs::from_raw(&i.attr),
+        basic: i.srq_type == bindings::ib_srq_type_IB_SRQT_BASIC,
+        udata,
+        ucontext: udata.and_then(|u| u.ucontext::<T>()),
+        init,
+    };
+    let data = T::create_srq(dev, pd, &si)?;
+    // SAFETY: `data` goes to uninitialised memory in the core's allocation, which never
+    // moves; on failure (none from here on) the core would free it without `destroy_srq`.
+    unsafe { (&raw mut (*srq.cast::<Srq<T>>()).data).write(data) };
+    Ok(())
+}
+
+/// `modify_srq` trampoline body.
+///
+/// # Safety
+///
+/// `srq` was initialised by `create_srq`; `attr` is valid; `udata` is null or valid.
+pub(crate) unsafe fn modify<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+    mask: bindings::ib_srq_attr_mask,
+    udata: *mut bindings::ib_udata,
+) -> Result {
+    // SAFETY: Per the function's contract.
+    let (srq, attrs, udata) = unsafe {
+        (
+            &*srq.cast::<Srq<T>>(),
+            SrqAttrs::from_raw(&*attr),
+            UData::from_raw(udata),
+        )
+    };
+    T::modify_srq(srq, &attrs, SrqAttrMask(mask), udata)
+}
+
+/// `query_srq` trampoline body.
+///
+/// # Safety
+///
+/// `srq` was initialised by `create_srq`; `attr` is valid for writes.
+pub(crate) unsafe fn query<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+) -> Result {
+    // SAFETY: Per the function's contract.
+    let srq = unsafe { &*srq.cast::<Srq<T>>() };
+    let a = T::query_srq(srq)?;
+    // SAFETY: Per the function's contract.
+    a.write(unsafe { &mut *attr });
+    Ok(())
+}
+
+/// `destroy_srq` trampoline body.
+///
+/// # Safety
+///
+/// `srq` was initialised by a successful `create_srq`.
+pub(crate) unsafe fn destroy<T: Driver>(srq: *mut bindings::ib_srq) -> Result {
+    let this = srq.cast::<Srq<T>>();
+    // SAFETY: The SRQ is initialised (type invariant of `Srq`).
+    T::destroy_srq(unsafe { &*this })?;
+    // SAFETY: Destroy succeeded: the core frees the SRQ next and calls no other operation
+    // on it.
+    unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+    Ok(())
+}
+
+/// `post_srq_recv` trampoline body.
+///
+/// # Safety
+///
+/// `srq` was initialised by `create_srq`; `wr` is a valid chain; `bad_wr` is valid for
+/// writes.
+pub(crate) unsafe fn post_recv<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    wr: *const bindings::ib_recv_wr,
+    bad_wr: *mut *const bindings::ib_recv_wr,
+) -> Result {
+    // SAFETY: The SRQ is initialised.
+    let srq = unsafe { &*srq.cast::<Srq<T>>() };
+    // SAFETY: Per the function's contract.
+    unsafe { wr::post_recv_chain(wr, bad_wr, |w: &RecvWr<'_>| T::post_srq_recv_wr(srq, w)) }
+}

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * srq_limit: a shared receive queue through stock libibverbs and rdma-core's rxe provider,
+ * on one device (loopback): its attributes, the limit event, and its WQEs taken by two QPs.
+ *
+ * An SRQ of 16 WQEs (1 SGE) gets 8 receives, each with its own 64-byte buffer; RC QP a sends
+ * to QPs b and c, both attached to the SRQ (the three on this device, connected through its
+ * own GID). The limit is armed at 4 (ibv_modify_srq, IBV_SRQ_LIMIT) and read back
+ * (ibv_query_srq). Then SENDs, alternately to b and c, one at a time, each waited for:
+ *  - srq_attrs: max_wr >= 16, max_sge >= 1, srq_limit as armed; a limit above max_wr is
+ *    refused (EINVAL);
+ *  - srq_sends: 7 SENDs complete, each into a receive of the SRQ (every byte of every buffer
+ *    checked: the payload of SEND i lands in exactly one buffer, once; the wr_ids of the
+ *    receives taken are distinct);
+ *  - srq_limit_event: IBV_EVENT_SRQ_LIMIT_REACHED for this SRQ arrives once the 5th receive
+ *    was taken (3 left, below 4), and not before: none is pending after the 4th (4 left);
+ *  - srq_limit_disarmed: once it fired, ibv_query_srq reports srq_limit 0, and no second
+ *    event comes for the 6th and 7th;
+ *  - srq_qp_error_keeps_wqes: QP c moved to ERR takes nothing with it: the SRQ's last
+ *    receive still takes an 8th SEND, to b;
+ *  - srq_destroy_busy: the SRQ cannot be destroyed while QPs use it (EBUSY), can after.
+ * Prints "RRXE-TEST <name> ok|FAIL: ..." per check and exits non-zero if any failed.
+ *
+ * Usage: srq_limit DEVICE GID_INDEX
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#include "rrxe_test.h"
+
+#define NRECV	8
+#define MSG	64
+
+static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = srq ? 0 : 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+
+	return ibv_create_qp(pd, &ia);
+}
+
+static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, union ibv_gid *gid, int gid_index)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1 };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS))
+		return -1;
+	a = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dqpn,
+		.rq_psn = 0x100, .max_dest_rd_atomic = 1, .min_rnr_timer = 12,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = *gid, .sgid_index = gid_index, .hop_limit = 64 } },
+	};
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+				  .rnr_retry = 7, .sq_psn = 0x100, .max_rd_atomic = 1 };
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Takes the async events waiting (none if @ms is 0 and none is queued): SRQ limit events of
+ * @srq counted in *@limits, others printed. */
+static void drain_events(struct ibv_context *ctx, struct ibv_srq *srq, int ms, int *limits)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+
+	while (poll(&p, 1, ms) > 0) {
+		if (ibv_get_async_event(ctx, &ev))
+			return;
+		printf("# async event %s\n", ibv_event_type_str(ev.event_type));
+		if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq)
+			(*limits)++;
+		ibv_ack_async_event(&ev);
+		ms = 0;
+	}
+}
+
+static unsigned char pattern(int msg, int i)
+{
+	return (unsigned char)(msg * 37 + i * 11 + 5);
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct ibv_qp *a, *b, *c;
+	struct ibv_mr *rmr, *smr;
+	struct ibv_srq_attr sa;
+	union ibv_gid gid;
+	unsigned char *rbuf, sbuf[MSG];
+	int gid_index, limits = 0, used[NRECV] = { 0 }, sends_ok = 1, before = -1, flags;
+	char why[256] = "";
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s DEVICE GID_INDEX\n", argv[0]);
+		return 2;
+	}
+	gid_index = atoi(argv[2]);
+	ctx = open_dev(argv[1]);
+	if (!ctx || ibv_query_gid(ctx, 1, gid_index, &gid)) {
+		check("srq_setup", 0, "device or GID");
+		return 1;
+	}
+	flags = fcntl(ctx->async_fd, F_GETFL);
+	fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
+	pd = ibv_alloc_pd(ctx);
+	cq = pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	srq = cq ? ibv_create_srq(pd, &si) : NULL;
+	rbuf = calloc(NRECV, MSG);
+	rmr = srq ? ibv_reg_mr(pd, rbuf, NRECV * MSG, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	smr = rmr ? ibv_reg_mr(pd, sbuf, MSG, 0) : NULL;
+	a = smr ? make_qp(pd, cq, NULL) : NULL;
+	b = a ? make_qp(pd, cq, srq) : NULL;
+	c = b ? make_qp(pd, cq, srq) : NULL;
+	if (!c || connect_qp(a, b->qp_num, &gid, gid_index) ||
+	    connect_qp(b, a->qp_num, &gid, gid_index)) {
+		check("srq_setup", 0, "PD, CQ, SRQ, MRs or QPs");
+		return 1;
+	}
+	/* c is connected to a too; a's one connection is to b, so SENDs to c go through a QP
+	 * a2 connected to c. */
+	struct ibv_qp *a2 = make_qp(pd, cq, NULL);
+
+	if (!a2 || connect_qp(a2, c->qp_num, &gid, gid_index) ||
+	    connect_qp(c, a2->qp_num, &gid, gid_index)) {
+		check("srq_setup", 0, "second sender");
+		return 1;
+	}
+	check("srq_setup", 1, "");
+
+	for (int i = 0; i < NRECV; i++) {
+		struct ibv_sge sge = { (uintptr_t)(rbuf + i * MSG), MSG, rmr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 100 + i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		memset(rbuf + i * MSG, 0xee, MSG);
+		if (ibv_post_srq_recv(srq, &wr, &bad)) {
+			check("srq_post", 0, "ibv_post_srq_recv");
+			return 1;
+		}
+	}
+	sa = (struct ibv_srq_attr){ .srq_limit = 4 };
+	int arm = ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT);
+	memset(&sa, 0, sizeof(sa));
+	int q = ibv_query_srq(srq, &sa);
+	struct ibv_srq_attr big = { .srq_limit = sa.max_wr + 1 };
+	int over = ibv_modify_srq(srq, &big, IBV_SRQ_LIMIT);
+	checkf("srq_attrs", !arm && !q && sa.max_wr >= 16 && sa.max_sge >= 1 && sa.srq_limit == 4 &&
+		   over == EINVAL,
+	       "arm %d, query %d: max_wr %u max_sge %u srq_limit %u; limit max_wr+1: %d", arm, q,
+	       sa.max_wr, sa.max_sge, sa.srq_limit, over);
+
+	for (int m = 0; m < NRECV - 1; m++) {
+		struct ibv_qp *from = m % 2 ? a2 : a;
+		struct ibv_sge sge = { (uintptr_t)sbuf, MSG, smr->lkey };
+		struct ibv_send_wr wr = { .wr_id = m, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+		int got_send = 0, got_recv = 0;
+
+		for (int i = 0; i < MSG; i++)
+			sbuf[i] = pattern(m, i);
+		if (ibv_post_send(from, &wr, &bad)) {
+			snprintf(why, sizeof(why), "SEND %d not posted", m);
+			sends_ok = 0;
+			break;
+		}
+		while (got_send + got_recv < 2) {
+			struct ibv_wc wc;
+
+			if (poll_one(cq, &wc, 10) != 1 || wc.status != IBV_WC_SUCCESS) {
+				snprintf(why, sizeof(why), "SEND %d: no completion or status %d", m,
+					 wc.status);
+				sends_ok = 0;
+				break;
+			}
+			if (wc.opcode == IBV_WC_SEND) {
+				got_send++;
+				continue;
+			}
+			got_recv++;
+			int k = (int)wc.wr_id - 100;
+			uint32_t to = m % 2 ? c->qp_num : b->qp_num;
+
+			if (k < 0 || k >= NRECV || used[k] || wc.byte_len != MSG || wc.qp_num != to) {
+				snprintf(why, sizeof(why),
+					 "SEND %d: receive wr_id %lu byte_len %u qp 0x%x (expected 0x%x)",
+					 m, (unsigned long)wc.wr_id, wc.byte_len, wc.qp_num, to);
+				sends_ok = 0;
+				break;
+			}
+			used[k] = 1;
+			for (int i = 0; i < MSG; i++)
+				if (rbuf[k * MSG + i] != pattern(m, i)) {
+					snprintf(why, sizeof(why), "SEND %d: byte %d of buffer %d", m, i,
+						 k);
+					sends_ok = 0;
+				}
+		}
+		if (!sends_ok)
+			break;
+		/* The receive's completion is posted before the event is raised: wait for it
+		 * where one is due, look without waiting elsewhere. */
+		drain_events(ctx, srq, m == 4 ? 2000 : 0, &limits);
+		if (m == 3)
+			before = limits;
+	}
+	check("srq_sends", sends_ok, why);
+	memset(&sa, 0, sizeof(sa));
+	ibv_query_srq(srq, &sa);
+	drain_events(ctx, srq, 200, &limits);
+	checkf("srq_limit_event", sends_ok && before == 0 && limits >= 1,
+	       "limit events: %d after 4 receives taken (4 left), %d in all", before, limits);
+	checkf("srq_limit_disarmed", sends_ok && limits == 1 && sa.srq_limit == 0,
+	       "%d limit events, srq_limit now %u", limits, sa.srq_limit);
+
+	/* c in ERR: the SRQ's last receive is still there for b. */
+	struct ibv_qp_attr e = { .qp_state = IBV_QPS_ERR };
+	int err = ibv_modify_qp(c, &e, IBV_QP_STATE);
+	struct ibv_sge sge = { (uintptr_t)sbuf, MSG, smr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	int last_ok = !err && !ibv_post_send(a, &wr, &bad);
+	int seen = 0;
+
+	for (int n = 0; last_ok && n < 2; n++) {
+		struct ibv_wc wc;
+
+		if (poll_one(cq, &wc, 10) != 1 || wc.status != IBV_WC_SUCCESS)
+			last_ok = 0;
+		else if (wc.opcode == IBV_WC_RECV)
+			seen = wc.qp_num == b->qp_num && wc.wr_id >= 100;
+	}
+	checkf("srq_qp_error_keeps_wqes", last_ok && seen, "c to ERR %d, 8th SEND %s", err,
+	       last_ok ? "completed, but no receive on b" : "failed");
+
+	int busy = ibv_destroy_srq(srq);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(a2);
+	ibv_destroy_qp(b);
+	ibv_destroy_qp(c);
+	int gone = ibv_destroy_srq(srq);
+	checkf("srq_destroy_busy", busy == EBUSY && gone == 0,
+	       "destroy with QPs: %d (expected EBUSY), without: %d", busy, gone);
+	ibv_dereg_mr(rmr);
+	ibv_dereg_mr(smr);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	free(rbuf);
+	return failed;
+}
