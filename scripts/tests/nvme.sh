@@ -28,17 +28,20 @@ SYNC=4300
 if [ "$RRXE_NAME" = a ]; then
 	nvmet_export "$NQN" || die "nvmet export"
 	tell_peer $SYNC ready || die "cannot reach guest b"
-	res=$(hear $((SYNC + 1)) 500)
-	echo "guest b: ${res:-nothing}"
 	if [ -n "${NVMET_RDMA_OPTS:-}" ]; then
+		# While the host is connected (nvmet-rdma frees its SRQs with the last queue).
+		conn=$(hear $((SYNC + 2)) 300)
 		rdma resource show srq dev "$DEV" | tee /tmp/srqs
 		n=$(grep -c "srqn" /tmp/srqs)
-		if [ "$n" -gt 0 ] && [ "${res%% *}" = done ]; then
+		if [ "$n" -gt 0 ] && [ "$conn" = connected ]; then
 			ok "nvme_target_srqs_$tag" "$n SRQs"
 		else
-			bad "nvme_target_srqs_$tag" "$n SRQs on $DEV, guest b: ${res:-nothing}"
+			bad "nvme_target_srqs_$tag" "$n SRQs on $DEV, guest b: ${conn:-nothing}"
 		fi
+		tell_peer $((SYNC + 3)) checked || true
 	fi
+	res=$(hear $((SYNC + 1)) 500)
+	echo "guest b: ${res:-nothing}"
 	# The target stays: removing the device at the end lets it go (see nvmet_export).
 	rdma statistic show link "$DEV/1"
 	exit 0
@@ -50,6 +53,11 @@ connect() { nvme_connect "$NQN"; }
 disconnect() { nvme_disconnect; }
 
 if connect; then ok "nvme_connect_$tag"; else bad "nvme_connect_$tag" "no /dev/nvme0n1"; fi
+if [ -n "${NVMET_RDMA_OPTS:-}" ]; then
+	# Guest a looks at the target's SRQs while this host is connected.
+	tell_peer $((SYNC + 2)) connected || true
+	hear $((SYNC + 3)) 60 >/dev/null
+fi
 dd if=/dev/urandom of=/tmp/data bs=1M count="$MB" 2>/dev/null
 if [ "${NV_DELETE:-0}" = 1 ]; then
 	# The controller is deleted while a write is in flight: the write fails (or is

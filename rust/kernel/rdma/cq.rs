@@ -65,6 +65,28 @@ impl<T: Driver> Cq<T> {
             }
         }
     }
+
+    /// Tells the consumer that the queue overflowed: a completion was lost
+    /// (`IB_EVENT_CQ_ERR` to its event handler, `ibv_get_async_event` for a user CQ).
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    pub fn error_event(&self) {
+        let cq = self.ib.get();
+        // SAFETY: `event_handler` and `cq_context` are set by the core at creation and stay
+        // valid while the CQ exists; the event names the CQ, which the handler only uses
+        // during the call.
+        unsafe {
+            if let Some(handler) = (*cq).event_handler {
+                let mut ev: bindings::ib_event = pin_init::zeroed();
+                ev.device = (*cq).device;
+                ev.event = bindings::ib_event_type_IB_EVENT_CQ_ERR;
+                ev.element.cq = cq;
+                handler(&mut ev, (*cq).cq_context);
+            }
+        }
+    }
 }
 
 // SAFETY: `usecnt` is the CQ's; the core refuses to destroy a CQ while it is not zero.

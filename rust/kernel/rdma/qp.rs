@@ -10,7 +10,13 @@ use super::{
     mr::AccessFlags,
     pd::Pd,
 };
-use crate::{bindings, prelude::*, types::Opaque};
+use crate::{
+    bindings, new_spinlock,
+    prelude::*,
+    sync::{Arc, SpinLock},
+    types::Opaque,
+};
+use core::ptr::NonNull;
 
 /// Transport service of a queue pair (`enum ib_qp_type`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -371,16 +377,109 @@ impl QpAttrs {
 ///
 /// # Invariants
 ///
-/// `ib` is at offset 0 and initialised by the core (device, PD, CQs, type); `data` is
-/// initialised between a successful `create_qp` and a successful `destroy_qp`, the only span
-/// in which references exist.
+/// `ib` is at offset 0 and initialised by the core (device, PD, CQs, type); `events` and
+/// `data` are initialised between a successful `create_qp` and a successful `destroy_qp`, the
+/// only span in which references exist. (A failed `destroy_qp` leaves the QP without events.)
 #[repr(C)]
 #[pin_data]
 pub struct Qp<T: Driver> {
     #[pin]
     pub(crate) ib: Opaque<bindings::ib_qp>,
+    /// Where the QP's asynchronous events go; initialised before `data`, cleared and dropped
+    /// by `destroy_qp`.
+    events: Arc<QpEvents>,
     #[pin]
     pub(crate) data: T::Qp,
+}
+
+/// An asynchronous event of a queue pair (`enum ib_event_type`), for its owner's event
+/// handler (`ibv_get_async_event` for a user QP).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum QpEvent {
+    /// `IB_EVENT_QP_FATAL`: the QP entered ERR for a reason of its own.
+    Fatal,
+    /// `IB_EVENT_QP_REQ_ERR`: an invalid request from the peer put the QP in ERR.
+    RequestErr,
+    /// `IB_EVENT_QP_ACCESS_ERR`: a request from the peer violated an access right.
+    AccessErr,
+    /// `IB_EVENT_QP_LAST_WQE_REACHED`: a QP on a shared receive queue entered ERR; it takes
+    /// no more WQEs from the SRQ.
+    LastWqeReached,
+}
+
+impl QpEvent {
+    fn raw(self) -> bindings::ib_event_type {
+        match self {
+            Self::Fatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
+            Self::RequestErr => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
+            Self::AccessErr => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
+            Self::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+        }
+    }
+}
+
+/// The QP whose events a [`QpEvents`] delivers.
+struct EventQp(NonNull<bindings::ib_qp>);
+
+// SAFETY: The pointer is only used under the `QpEvents` lock, while the QP is live, from any
+// thread.
+unsafe impl Send for EventQp {}
+
+/// Where the asynchronous events of a queue pair go: its owner's handler, while the QP
+/// exists. A driver's data path keeps one ([`QpInit::events`]) and raises events through it
+/// from any context; once the QP is destroyed, raising does nothing.
+///
+/// # Invariants
+///
+/// `qp` names the QP only while it is live: the `destroy_qp` trampoline clears it before the
+/// driver's destroy runs.
+#[pin_data]
+pub struct QpEvents {
+    #[pin]
+    qp: SpinLock<Option<EventQp>>,
+}
+
+impl QpEvents {
+    fn new(qp: *mut bindings::ib_qp) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                qp <- new_spinlock!(NonNull::new(qp).map(EventQp), "rdma_qp_events"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Delivers `ev` to the QP's event handler, if the QP still exists.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts; no lock of the driver's that the handler could need
+    /// may be held (handlers may call back into the RDMA core).
+    pub fn raise(&self, ev: QpEvent) {
+        let _bh = super::BhGuard::new();
+        let guard = self.qp.lock();
+        let Some(EventQp(qp)) = &*guard else {
+            return;
+        };
+        let qp = qp.as_ptr();
+        // SAFETY: By the type invariant the QP is live while it is named here (the lock is
+        // held); `event_handler` and `qp_context` are set by the core at creation.
+        unsafe {
+            if let Some(handler) = (*qp).event_handler {
+                let mut e: bindings::ib_event = pin_init::zeroed();
+                e.device = (*qp).device;
+                e.event = ev.raw();
+                e.element.qp = qp;
+                handler(&mut e, (*qp).qp_context);
+            }
+        }
+    }
+
+    /// Forgets the QP (it is being destroyed).
+    fn clear(&self) {
+        let _bh = super::BhGuard::new();
+        *self.qp.lock() = None;
+    }
 }
 
 impl<T: Driver> Qp<T> {
@@ -450,6 +549,13 @@ pub struct QpInit<'a, T: Driver> {
 }
 
 impl<T: Driver> QpInit<'_, T> {
+    /// Returns where the new QP's asynchronous events go (for the driver's data path).
+    pub fn events(&self) -> Arc<QpEvents> {
+        // SAFETY: The `create_qp` trampoline initialised `events` before building `self`, and
+        // nothing else writes it before the QP is destroyed.
+        unsafe { (*self.qp.cast::<Qp<T>>()).events.clone() }
+    }
+
     /// Reports the capabilities actually provided (at least those requested).
     pub fn set_caps(&self, caps: &QpCaps) {
         // SAFETY: `init` is valid during `create_qp`, and the core reads the capabilities
@@ -521,6 +627,10 @@ pub(crate) unsafe fn create<T: Driver>(
     let udata = unsafe { UData::from_raw(udata) };
     // SAFETY: `init` is valid for the call.
     let i = unsafe { &*init };
+    let events = QpEvents::new(qp)?;
+    // SAFETY: `events` is uninitialised memory in the core's allocation, which never moves;
+    // written before anything reads it (`QpInit::events`).
+    unsafe { (&raw mut (*qp.cast::<Qp<T>>()).events).write(events) };
     let qi = QpInit {
         qp_type: QpType::from_raw(i.qp_type),
         caps: QpCaps::from_raw(&i.cap),
@@ -533,10 +643,17 @@ pub(crate) unsafe fn create<T: Driver>(
         qp,
         init,
     };
-    let data = T::create_qp(dev, pd, &qi)?;
-    // SAFETY: `data` is uninitialised memory in the core's allocation, which never moves; on
-    // failure the core frees it without calling `destroy_qp`.
-    unsafe { pin_init::raw_try_init(&raw mut (*qp.cast::<Qp<T>>()).data, data) }
+    let created = T::create_qp(dev, pd, &qi).and_then(|data| {
+        // SAFETY: `data` is uninitialised memory in the core's allocation, which never moves;
+        // on failure the core frees it without calling `destroy_qp`.
+        unsafe { pin_init::raw_try_init(&raw mut (*qp.cast::<Qp<T>>()).data, data) }
+    });
+    if created.is_err() {
+        // SAFETY: `events` was initialised above; the core frees the QP without calling
+        // `destroy_qp`, so nothing else drops it.
+        unsafe { core::ptr::drop_in_place(&raw mut (*qp.cast::<Qp<T>>()).events) };
+    }
+    created
 }
 
 /// `modify_qp` trampoline body.
@@ -598,9 +715,14 @@ pub(crate) unsafe fn query<T: Driver>(
 /// `qp` was initialised by `create_qp`; on success the core frees it next.
 pub(crate) unsafe fn destroy<T: Driver>(qp: *mut bindings::ib_qp) -> Result {
     let this = qp.cast::<Qp<T>>();
+    // SAFETY: The QP is initialised. INVARIANT: its events name it no longer.
+    unsafe { (*this).events.clear() };
     // SAFETY: The QP is initialised.
     T::destroy_qp(unsafe { &*this })?;
     // SAFETY: Destroy succeeded: no other operation runs on the QP and the core frees it.
-    unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+    unsafe {
+        core::ptr::drop_in_place(&raw mut (*this).data);
+        core::ptr::drop_in_place(&raw mut (*this).events);
+    }
     Ok(())
 }

@@ -18,6 +18,14 @@
  *    event comes for the 6th and 7th;
  *  - srq_qp_error_keeps_wqes: QP c moved to ERR takes nothing with it: the SRQ's last
  *    receive still takes an 8th SEND, to b;
+ *  - qp_last_wqe_event: c's move to ERR raised IBV_EVENT_QP_LAST_WQE_REACHED for c;
+ *  - qp_access_err_event: an RDMA WRITE from a to b (which grants remote write) with a
+ *    wrong rkey (the receive buffers' MR allows remote write) completes on a with
+ *    IBV_WC_REM_ACCESS_ERR, and b's owner gets IBV_EVENT_QP_ACCESS_ERR, then
+ *    IBV_EVENT_QP_LAST_WQE_REACHED (b, on the SRQ, entered ERR);
+ *  - cq_err_event: a send CQ of the fewest entries the device gives (ibv_create_cq with 1)
+ *    that more signaled WRITEs complete into than it holds, never polled, overflows:
+ *    IBV_EVENT_CQ_ERR for it;
  *  - srq_destroy_busy: the SRQ cannot be destroyed while QPs use it (EBUSY), can after.
  * Prints "RRXE-TEST <name> ok|FAIL: ..." per check and exits non-zero if any failed.
  *
@@ -50,7 +58,8 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_s
 
 static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, union ibv_gid *gid, int gid_index)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1 };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
 
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				  IBV_QP_ACCESS_FLAGS))
@@ -70,8 +79,12 @@ static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, union ibv_gid *gid, int 
 				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+/* The QP and CQ events seen: type and QP (or CQ), in order. */
+static struct { enum ibv_event_type type; struct ibv_qp *qp; } qp_ev[32];
+static int n_qp_ev;
+
 /* Takes the async events waiting (none if @ms is 0 and none is queued): SRQ limit events of
- * @srq counted in *@limits, others printed. */
+ * @srq counted in *@limits, QP events recorded in qp_ev, all printed. */
 static void drain_events(struct ibv_context *ctx, struct ibv_srq *srq, int ms, int *limits)
 {
 	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
@@ -83,8 +96,36 @@ static void drain_events(struct ibv_context *ctx, struct ibv_srq *srq, int ms, i
 		printf("# async event %s\n", ibv_event_type_str(ev.event_type));
 		if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq)
 			(*limits)++;
+		if ((ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED ||
+		     ev.event_type == IBV_EVENT_QP_ACCESS_ERR || ev.event_type == IBV_EVENT_QP_FATAL ||
+		     ev.event_type == IBV_EVENT_QP_REQ_ERR) && n_qp_ev < 32) {
+			qp_ev[n_qp_ev].type = ev.event_type;
+			qp_ev[n_qp_ev++].qp = ev.element.qp;
+		}
+		if (ev.event_type == IBV_EVENT_CQ_ERR && n_qp_ev < 32) {
+			/* Recorded with the CQ in place of a QP. */
+			qp_ev[n_qp_ev].type = ev.event_type;
+			qp_ev[n_qp_ev++].qp = (struct ibv_qp *)ev.element.cq;
+		}
 		ibv_ack_async_event(&ev);
 		ms = 0;
+	}
+}
+
+/* Waits up to @ms for a QP event of @type for @qp after index @from; returns its index, or
+ * -1. */
+static int wait_qp_event(struct ibv_context *ctx, struct ibv_srq *srq, int *limits, int from,
+			 enum ibv_event_type type, struct ibv_qp *qp, int ms)
+{
+	double end = now_s() + ms / 1000.0;
+
+	for (;;) {
+		for (int i = from; i < n_qp_ev; i++)
+			if (qp_ev[i].type == type && qp_ev[i].qp == qp)
+				return i;
+		if (now_s() > end)
+			return -1;
+		drain_events(ctx, srq, 100, limits);
 	}
 }
 
@@ -124,7 +165,8 @@ int main(int argc, char **argv)
 	struct ibv_srq_init_attr si = { .attr = { .max_wr = 16, .max_sge = 1 } };
 	srq = cq ? ibv_create_srq(pd, &si) : NULL;
 	rbuf = calloc(NRECV, MSG);
-	rmr = srq ? ibv_reg_mr(pd, rbuf, NRECV * MSG, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	rmr = srq ? ibv_reg_mr(pd, rbuf, NRECV * MSG,
+			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : NULL;
 	smr = rmr ? ibv_reg_mr(pd, sbuf, MSG, 0) : NULL;
 	a = smr ? make_qp(pd, cq, NULL) : NULL;
 	b = a ? make_qp(pd, cq, srq) : NULL;
@@ -249,6 +291,60 @@ int main(int argc, char **argv)
 	}
 	checkf("srq_qp_error_keeps_wqes", last_ok && seen, "c to ERR %d, 8th SEND %s", err,
 	       last_ok ? "completed, but no receive on b" : "failed");
+	int lw = wait_qp_event(ctx, srq, &limits, 0, IBV_EVENT_QP_LAST_WQE_REACHED, c, 2000);
+	checkf("qp_last_wqe_event", lw >= 0, "no IBV_EVENT_QP_LAST_WQE_REACHED for c (%d QP events)",
+	       n_qp_ev);
+
+	/* A WRITE to b with a wrong rkey: b's access error. */
+	int mark = n_qp_ev;
+	struct ibv_send_wr w = { .wr_id = 10, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = { .remote_addr = (uintptr_t)rbuf,
+					      .rkey = rmr->rkey ^ 0x5500 } };
+	struct ibv_wc wc = { .status = IBV_WC_SUCCESS };
+	int posted = !ibv_post_send(a, &w, &bad);
+	int got = posted ? poll_one(cq, &wc, 20) : 0;
+	int ae = wait_qp_event(ctx, srq, &limits, mark, IBV_EVENT_QP_ACCESS_ERR, b, 2000);
+	int bl = ae >= 0 ? wait_qp_event(ctx, srq, &limits, ae, IBV_EVENT_QP_LAST_WQE_REACHED, b,
+					 2000) : -1;
+	checkf("qp_access_err_event", got == 1 && wc.status == IBV_WC_REM_ACCESS_ERR && ae >= 0 &&
+		   bl > ae,
+	       "WRITE: %s, status %d; b's access error event %d, then last WQE event %d",
+	       posted ? "posted" : "not posted", wc.status, ae, bl);
+
+	/* A CQ too small for what completes into it. */
+	struct ibv_cq *tiny = ibv_create_cq(ctx, 1, NULL, NULL, 0);
+	struct ibv_qp_init_attr xa = {
+		.send_cq = tiny, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 32, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *x = tiny ? ibv_create_qp(pd, &xa) : NULL;
+	struct ibv_qp *y = x ? make_qp(pd, cq, NULL) : NULL;
+	int cq_marker = n_qp_ev, nwrites = tiny ? tiny->cqe + 3 : 0, wposted = 0;
+
+	if (y && !connect_qp(x, y->qp_num, &gid, gid_index) &&
+	    !connect_qp(y, x->qp_num, &gid, gid_index)) {
+		for (int i = 0; i < nwrites && i < 32; i++) {
+			struct ibv_send_wr ww = { .wr_id = 20 + i, .sg_list = &sge, .num_sge = 1,
+						  .opcode = IBV_WR_RDMA_WRITE,
+						  .send_flags = IBV_SEND_SIGNALED,
+						  .wr.rdma = { .remote_addr = (uintptr_t)rbuf,
+							       .rkey = rmr->rkey } };
+
+			wposted += !ibv_post_send(x, &ww, &bad);
+		}
+	}
+	int cqe_ev = wait_qp_event(ctx, srq, &limits, cq_marker, IBV_EVENT_CQ_ERR,
+				   (struct ibv_qp *)tiny, 3000);
+	checkf("cq_err_event", tiny && wposted == nwrites && cqe_ev >= 0,
+	       "CQ of %d entries, %d of %d WRITEs posted, CQ error event %d", tiny ? tiny->cqe : -1,
+	       wposted, nwrites, cqe_ev);
+	if (x)
+		ibv_destroy_qp(x);
+	if (y)
+		ibv_destroy_qp(y);
+	if (tiny)
+		ibv_destroy_cq(tiny);
 
 	int busy = ibv_destroy_srq(srq);
 	ibv_destroy_qp(a);

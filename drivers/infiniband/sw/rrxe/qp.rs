@@ -157,6 +157,7 @@ impl RrxeQp {
             srq: init.srq().map(SrqRef::new),
             kernel: init.kernel_dma(),
             handle: init.handle(),
+            events: init.events(),
         })
         .and_then(|shared| {
             dev.data().insert_qp(shared.clone())?;

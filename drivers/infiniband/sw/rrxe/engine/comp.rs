@@ -122,11 +122,24 @@ impl QpShared {
                 CqSide::Recv => ev.rcq = true,
             }
         }
+        if !posted {
+            // The completion is lost: the consumer is told (`IB_EVENT_CQ_ERR`).
+            match side {
+                CqSide::Send => ev.scq_err = true,
+                CqSide::Recv => ev.rcq_err = true,
+            }
+        }
     }
 
     /// Moves the QP to ERR: every WQE in flight or posted completes with
     /// [`WcStatus::WrFlushErr`] (after the completions already due).
     pub(super) fn enter_error(&self, e: &mut Engine, ev: &mut Events) {
+        // A QP on an SRQ tells its owner it takes no more of the SRQ's WQEs (IBA 11.6.3,
+        // `IB_EVENT_QP_LAST_WQE_REACHED`), once per entry into ERR.
+        if self.srq.is_some() && !e.last_wqe_told {
+            e.last_wqe_told = true;
+            ev.last_wqe = true;
+        }
         e.attrs.state = Some(QpState::Err);
         self.rto.stop();
         self.rnr.stop();

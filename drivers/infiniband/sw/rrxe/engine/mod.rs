@@ -84,7 +84,7 @@ use kernel::rdma::{
     bhwork::{BhWork, BhWorkCallback},
     cq::CqRef,
     mr::AccessFlags,
-    qp::{attr, QpAttrs, QpCaps, QpState},
+    qp::{attr, QpAttrs, QpCaps, QpEvent, QpEvents, QpState},
     srq::SrqRef,
     timer::{impl_deferred, Timer, TimerCallback},
     wr::{KernelDma, QpHandle},
@@ -149,6 +149,8 @@ pub(crate) struct QpShared {
     kernel: Option<KernelDma>,
     /// Names the QP in a kernel consumer's completions.
     handle: QpHandle,
+    /// Where the QP's asynchronous events go.
+    events: Arc<QpEvents>,
 }
 
 impl_deferred! {
@@ -194,6 +196,8 @@ pub(crate) struct Engine {
     /// `stage` holds a WQE taken from the SRQ (it belongs to this QP now) that no request
     /// began with yet.
     stage_taken: bool,
+    /// `IB_EVENT_QP_LAST_WQE_REACHED` was raised since the QP last left RESET.
+    last_wqe_told: bool,
     /// A kernel consumer's send and receive queues.
     kq: Option<KernelQueues>,
     /// A posted WQE failed validation: completed with this status once the WQEs before it
@@ -224,6 +228,13 @@ struct Events {
     rcq: bool,
     /// The SRQ went below its limit.
     srq_limit: bool,
+    /// A request violated an access right (RC).
+    access_err: bool,
+    /// The send CQ, or the receive CQ, overflowed.
+    scq_err: bool,
+    rcq_err: bool,
+    /// The QP, on an SRQ, entered ERR.
+    last_wqe: bool,
 }
 
 /// Parameters of a new QP's data path.
@@ -243,6 +254,7 @@ pub(crate) struct QpSetup {
     pub(crate) srq: Option<SrqRef<Rrxe>>,
     pub(crate) kernel: Option<KernelDma>,
     pub(crate) handle: QpHandle,
+    pub(crate) events: Arc<QpEvents>,
 }
 
 /// The wire core's name of a QP state.
@@ -348,6 +360,7 @@ impl QpShared {
             rwqe: RecvCopy::new(rq_elem)?,
             stage: RecvCopy::new(rq_elem)?,
             stage_taken: false,
+            last_wqe_told: false,
             kq,
             sq_error: None,
             ip: IpParams::default(),
@@ -378,6 +391,7 @@ impl QpShared {
                 srq: s.srq,
                 kernel: s.kernel,
                 handle: s.handle,
+                events: s.events,
             }),
             GFP_KERNEL_ACCOUNT,
         )
@@ -422,8 +436,20 @@ impl QpShared {
         if ev.rcq {
             self.rcq.completion_event();
         }
+        if ev.scq_err {
+            self.scq.error_event();
+        }
+        if ev.rcq_err {
+            self.rcq.error_event();
+        }
         if let (true, Some(srq)) = (ev.srq_limit, &self.srq) {
             srq.limit_reached();
+        }
+        if ev.access_err {
+            self.events.raise(QpEvent::AccessErr);
+        }
+        if ev.last_wqe {
+            self.events.raise(QpEvent::LastWqeReached);
         }
     }
 
@@ -519,6 +545,7 @@ impl QpShared {
         e.shadow.reset();
         // A WQE taken from the SRQ and not used is dropped with the rest (no completions).
         e.stage_taken = false;
+        e.last_wqe_told = false;
         if let Ok(prod) = self.sq_producer(e) {
             if let Ok(p) = e.sqs.drain(prod) {
                 self.sq_publish(e, p);

@@ -84,7 +84,7 @@ impl QpShared {
                 let len = req.reth.map_or(payload, |(_, _, len)| len.max(payload));
                 self.resolve(rkey, va, len, Need::RemoteWrite)
                     .and_then(|mem| mem.write(0, pkt.payload))
-                    .map_err(|_| LocalError::RemoteAccess)
+                    .map_err(|_| self.access_error(ev))
             }
         };
         // A SEND with invalidate frees the fast-registered region its rkey names, in this
@@ -103,7 +103,7 @@ impl QpShared {
         };
         if let Some(rd) = out.read {
             if self.reply_read(e, rd).is_err() {
-                let out = e.resp.on_local_error(LocalError::RemoteAccess);
+                let out = e.resp.on_local_error(self.access_error(ev));
                 self.finish_request(e, ev, &out);
                 return true;
             }
@@ -115,7 +115,7 @@ impl QpShared {
                     self.reply_atomic(e, reply);
                 }
                 Err(_) => {
-                    let out = e.resp.on_local_error(LocalError::RemoteAccess);
+                    let out = e.resp.on_local_error(self.access_error(ev));
                     self.finish_request(e, ev, &out);
                     return true;
                 }
@@ -126,6 +126,15 @@ impl QpShared {
         }
         self.finish_request(e, ev, &out);
         true
+    }
+
+    /// A request from the peer violated an access right (its rkey, range or rights): the
+    /// responder's error, and, on an RC QP, `IB_EVENT_QP_ACCESS_ERR` for the QP's owner.
+    fn access_error(&self, ev: &mut Events) -> LocalError {
+        if self.qp_type == WireQpType::Rc {
+            ev.access_err = true;
+        }
+        LocalError::RemoteAccess
     }
 
     /// Carries out an atomic from the wire on the 8 bytes its rkey names; returns the
