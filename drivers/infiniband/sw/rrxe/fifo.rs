@@ -27,9 +27,9 @@ impl<T> Fifo<T> {
     /// Returns an empty FIFO that holds up to `capacity` values, its memory charged to the
     /// caller's memory cgroup (the owner is created on a consumer's behalf).
     pub(crate) fn new(capacity: usize) -> Result<Self> {
-        let mut ring = KVVec::with_capacity(capacity, GFP_KERNEL_ACCOUNT)?;
+        let mut ring = KVVec::with_capacity(capacity, crate::params::gfp_user())?;
         for _ in 0..capacity {
-            ring.push(None, GFP_KERNEL_ACCOUNT)?;
+            ring.push(None, crate::params::gfp_user())?;
         }
         Ok(Self {
             ring,

@@ -122,7 +122,7 @@ struct FastState {
 impl PageMap {
     fn new(max_pages: usize) -> Result<Self> {
         Ok(Self {
-            pages: KVVec::from_elem(0u64, max_pages, GFP_KERNEL_ACCOUNT)?,
+            pages: KVVec::from_elem(0u64, max_pages, crate::params::gfp_user())?,
             npages: 0,
             layout: PageLayout::default(),
             iova: 0,
@@ -349,7 +349,7 @@ impl RrxeMr {
                     pd_id: pd.data().id,
                     key: k,
                 }),
-                GFP_KERNEL_ACCOUNT,
+                crate::params::gfp_user(),
             )?)
         })?;
         Ok(Self::keyed(inner, key, charge))
@@ -402,7 +402,7 @@ impl RrxeMr {
                     staged,
                     active,
                 }),
-                GFP_KERNEL_ACCOUNT,
+                crate::params::gfp_user(),
             )?;
             Ok(Arc::new(
                 MrInner::Fast(FastRegion {
@@ -412,7 +412,7 @@ impl RrxeMr {
                     dma,
                     state,
                 }),
-                GFP_KERNEL_ACCOUNT,
+                crate::params::gfp_user(),
             )?)
         })?;
         Ok(Self::keyed(inner, key, charge))

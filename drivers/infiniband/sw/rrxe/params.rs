@@ -9,6 +9,16 @@ use kernel::sync::{
     Arc,
 };
 
+/// Allocation flags of what a verb allocates for its caller (queues, copies of WQEs, page
+/// lists, a QP's state machines): charged to the caller's memory cgroup, and without the
+/// allocator's failure warning, since a failure is the caller's `ENOMEM` (the verb fails and
+/// unwinds), not a kernel problem; the rings' `vmalloc_user` memory is allocated the same
+/// way (`kernel::rdma::mmap`).
+#[inline]
+pub(crate) fn gfp_user() -> kernel::alloc::Flags {
+    GFP_KERNEL_ACCOUNT | __GFP_NOWARN
+}
+
 /// IEEE vendor id reported by soft-RoCE devices (IBTA v1.4 A3.3.1: no vendor).
 pub(crate) const VENDOR_ID: u32 = 0xff_ffff;
 

@@ -157,7 +157,7 @@ impl RrxeSrq {
                 capacity: geo.capacity(),
                 max_sge,
             }),
-            GFP_KERNEL_ACCOUNT,
+            crate::params::gfp_user(),
         )?;
         Ok(Self {
             shared,

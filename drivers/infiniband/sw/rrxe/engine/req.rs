@@ -54,8 +54,8 @@ impl Shadow {
     pub(super) fn new(elem: usize) -> Result<Self> {
         let len = SQ_SLOTS.checked_mul(elem).ok_or(EINVAL)?;
         Ok(Self {
-            buf: KVVec::from_elem(0u8, len, GFP_KERNEL_ACCOUNT)?,
-            wqes: KVVec::from_elem(None, SQ_SLOTS, GFP_KERNEL_ACCOUNT)?,
+            buf: KVVec::from_elem(0u8, len, crate::params::gfp_user())?,
+            wqes: KVVec::from_elem(None, SQ_SLOTS, crate::params::gfp_user())?,
             elem,
             next: 0,
         })

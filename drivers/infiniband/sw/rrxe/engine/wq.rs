@@ -107,11 +107,11 @@ impl<W: Copy> KernelRing<W> {
         Ok(Self {
             producer: KernelProducer::new(geo),
             consumer: 0,
-            wqes: KVVec::from_elem(None, slots, GFP_KERNEL_ACCOUNT)?,
+            wqes: KVVec::from_elem(None, slots, crate::params::gfp_user())?,
             data: KVVec::from_elem(
                 0u8,
                 slots.checked_mul(data_len).ok_or(EINVAL)?,
-                GFP_KERNEL_ACCOUNT,
+                crate::params::gfp_user(),
             )?,
             data_len,
         })
@@ -171,7 +171,7 @@ impl RecvCopy {
     /// Returns an empty copy for WQEs of `elem` bytes.
     pub(super) fn new(elem: usize) -> Result<Self> {
         Ok(Self {
-            buf: KVVec::from_elem(0u8, elem, GFP_KERNEL_ACCOUNT)?,
+            buf: KVVec::from_elem(0u8, elem, crate::params::gfp_user())?,
             wqe: None,
         })
     }

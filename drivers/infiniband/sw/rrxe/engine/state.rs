@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A QP's attributes and state: `query_qp`, the `modify_qp` transitions (what each does is
+//! the wire core's host-tested table, `proto::rc::qp_state::modify`), the return to RESET,
+//! and the configurations of the sender and the responder the attributes make.
+
+use super::{Engine, QpShared, SQ_SLOTS};
+use crate::params;
+use crate::proto::{
+    aeth::RnrTimer,
+    bth::Qpn,
+    ip::{self, IpParams},
+    opcode::QpType as WireQpType,
+    psn::Psn,
+    rc::{
+        completer::local_ack_timeout_ns, qp_state, PathMtu, Responder, ResponderConfig, Sender,
+        SenderConfig, Transport,
+    },
+};
+use kernel::prelude::*;
+use kernel::rdma::{
+    mr::AccessFlags,
+    qp::{attr, QpAttrs, QpCaps, QpState},
+    BhGuard,
+};
+
+/// The wire core's name of a QP state.
+pub(super) fn wire_state(s: QpState) -> qp_state::QpState {
+    match s {
+        QpState::Reset => qp_state::QpState::Reset,
+        QpState::Init => qp_state::QpState::Init,
+        QpState::Rtr => qp_state::QpState::Rtr,
+        QpState::Rts => qp_state::QpState::Rts,
+        QpState::Sqd => qp_state::QpState::Sqd,
+        QpState::Sqe => qp_state::QpState::Sqe,
+        QpState::Err => qp_state::QpState::Err,
+    }
+}
+
+/// The path MTU of the QP (1024 until one is set).
+pub(super) fn path_mtu(a: &QpAttrs) -> PathMtu {
+    a.path_mtu
+        .and_then(|m| PathMtu::from_bytes(m.bytes()))
+        .unwrap_or(PathMtu::MTU_1024)
+}
+
+/// Returns the sender's configuration for a `qp_type` QP: the UC mode for UC (nothing
+/// acknowledged, UC opcodes), RC otherwise (a UD QP does not use the sender).
+pub(super) fn sender_config(a: &QpAttrs, qp_type: WireQpType) -> SenderConfig {
+    let transport = if qp_type == WireQpType::Uc {
+        Transport::Uc
+    } else {
+        Transport::Rc
+    };
+    SenderConfig::new(Psn::new(a.sq_psn), path_mtu(a), a.retry_cnt, a.rnr_retry)
+        .with_max_rd_atomic(u32::from(a.max_rd_atomic))
+        .with_transport(transport)
+}
+
+pub(super) fn responder_config(a: &QpAttrs) -> ResponderConfig {
+    ResponderConfig {
+        rq_psn: Psn::new(a.rq_psn),
+        mtu: path_mtu(a),
+        min_rnr_timer: RnrTimer::from_low_bits(a.min_rnr_timer),
+        remote_write: a.qp_access_flags.contains(AccessFlags::REMOTE_WRITE),
+        remote_read: a.qp_access_flags.contains(AccessFlags::REMOTE_READ),
+        remote_atomic: a.qp_access_flags.contains(AccessFlags::REMOTE_ATOMIC),
+        max_dest_rd_atomic: u32::from(a.max_dest_rd_atomic),
+    }
+}
+
+/// Returns a sender in its initial state, allocated directly.
+#[inline(never)]
+pub(super) fn new_sender(a: &QpAttrs, qp_type: WireQpType) -> Result<KBox<Sender<SQ_SLOTS>>> {
+    Ok(KBox::new(
+        Sender::new(sender_config(a, qp_type)),
+        crate::params::gfp_user(),
+    )?)
+}
+
+/// Responder resources of a QP: the READs and atomics a requester may have outstanding
+/// (`max_qp_rd_atom`), each remembered for a duplicate.
+pub(super) const RD_ATOM: usize = params::MAX_QP_RD_ATOM as usize;
+
+/// Returns a responder in its initial state, allocated directly.
+#[inline(never)]
+pub(super) fn new_responder(a: &QpAttrs) -> Result<KBox<Responder<RD_ATOM>>> {
+    Ok(KBox::new(
+        Responder::with_resources(responder_config(a)),
+        crate::params::gfp_user(),
+    )?)
+}
+
+impl QpShared {
+    /// Returns the attributes, capabilities (for `query_qp`).
+    pub(crate) fn query(&self) -> (QpAttrs, QpCaps) {
+        let _bh = BhGuard::new();
+        let e = self.eng.lock();
+        let mut a = e.attrs;
+        // The PSNs where the connection is now, as `rxe_qp_to_attr` reports them: the
+        // next request the requester sends and the next one the responder expects.
+        if self.qp_type != WireQpType::Ud {
+            let state = e.state();
+            if state.transmits() {
+                a.sq_psn = e.sender.next_psn().get();
+            }
+            if state.accepts_requests() {
+                a.rq_psn = e.resp.expected_psn().get();
+            }
+        }
+        (a, e.caps)
+    }
+
+    /// Applies checked `modify_qp` attributes: `merge` copies them into the current ones and
+    /// the state transition to `next` starts, stops or flushes the state machines.
+    pub(crate) fn modify(
+        &self,
+        check: impl FnOnce(&QpAttrs) -> Result<QpState>,
+        merge: impl FnOnce(&mut QpAttrs),
+    ) -> Result {
+        self.with_engine(|this, e, ev| {
+            let next = check(&e.attrs)?;
+            let cur = e.attrs.state.unwrap_or(QpState::Reset);
+            // What the transition does is the wire core's table (host-tested); the core's
+            // `ib_modify_qp_is_ok()` has already checked the state pair and the masks.
+            let draining = cur == QpState::Sqd && !e.sender.is_idle();
+            let fx = qp_state::modify(wire_state(cur), wire_state(next), draining)
+                .map_err(|_| EINVAL)?;
+            merge(&mut e.attrs);
+            e.attrs.state = Some(next);
+            let a = e.attrs;
+            if a.mask & attr::TIMEOUT != 0 || e.timeout_us.is_none() {
+                e.timeout_us = local_ack_timeout_ns(a.timeout)
+                    .map(|ns| u32::try_from(ns / 1000).unwrap_or(u32::MAX));
+            }
+            if fx.reset {
+                this.reset(e);
+            }
+            if fx.start_responder {
+                e.resp.reset(responder_config(&a));
+                e.dest_qpn = Qpn::new(a.dest_qp_num);
+                e.ip = IpParams {
+                    src: a.ah.sgid,
+                    dst: a.ah.dgid,
+                    traffic_class: a.ah.traffic_class,
+                    hop_limit: if a.ah.hop_limit == 0 {
+                        64
+                    } else {
+                        a.ah.hop_limit
+                    },
+                    flow_label: a.ah.flow_label,
+                    sport: ip::udp_sport(this.qpn),
+                };
+            }
+            if fx.start_requester {
+                if cur == QpState::Rtr {
+                    e.sender.reset(sender_config(&a, this.qp_type));
+                    e.ud_psn = Psn::new(a.sq_psn);
+                } else {
+                    // Resumed (from SQD): the WQEs posted meanwhile start.
+                    e.sender.set_sq_drain(false);
+                    this.pump(e, ev);
+                }
+            }
+            if fx.drain_sq {
+                e.sender.set_sq_drain(true);
+            }
+            if fx.flush {
+                this.enter_error(e, ev);
+            }
+            Ok(())
+        })
+    }
+
+    /// Back to RESET: every queue is emptied without completions.
+    pub(super) fn reset(&self, e: &mut Engine) {
+        self.rto.stop();
+        self.rnr.stop();
+        e.sender.reset(sender_config(&e.attrs, self.qp_type));
+        e.resp.reset(responder_config(&e.attrs));
+        e.replies.clear();
+        self.tx_wait.stop();
+        e.sq_error = None;
+        e.shadow.reset();
+        // A WQE taken from the SRQ and not used is dropped with the rest (no completions).
+        e.stage_taken = false;
+        e.last_wqe_told = false;
+        if let Ok(prod) = self.sq_producer(e) {
+            if let Ok(p) = e.sqs.drain(prod) {
+                self.sq_publish(e, p);
+            }
+        }
+        if let Ok(prod) = self.rq_producer(e) {
+            if let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.drain(prod)) {
+                self.rq_publish(e, p);
+            }
+        }
+    }
+}
