@@ -75,16 +75,15 @@ impl<T: Driver> Cq<T> {
     pub fn error_event(&self) {
         let cq = self.ib.get();
         // SAFETY: `event_handler` and `cq_context` are set by the core at creation and stay
-        // valid while the CQ exists; the event names the CQ, which the handler only uses
-        // during the call.
+        // valid while the CQ exists (`&self`); the event names the CQ.
         unsafe {
-            if let Some(handler) = (*cq).event_handler {
-                let mut ev: bindings::ib_event = pin_init::zeroed();
-                ev.device = (*cq).device;
-                ev.event = bindings::ib_event_type_IB_EVENT_CQ_ERR;
-                ev.element.cq = cq;
-                handler(&mut ev, (*cq).cq_context);
-            }
+            super::raise_object_event(
+                (*cq).device,
+                bindings::ib_event_type_IB_EVENT_CQ_ERR,
+                |e| e.cq = cq,
+                (*cq).event_handler,
+                (*cq).cq_context,
+            )
         }
     }
 }

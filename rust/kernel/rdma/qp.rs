@@ -463,15 +463,16 @@ impl QpEvents {
         };
         let qp = qp.as_ptr();
         // SAFETY: By the type invariant the QP is live while it is named here (the lock is
-        // held); `event_handler` and `qp_context` are set by the core at creation.
+        // held); `event_handler` and `qp_context` are set by the core at creation; the event
+        // names the QP.
         unsafe {
-            if let Some(handler) = (*qp).event_handler {
-                let mut e: bindings::ib_event = pin_init::zeroed();
-                e.device = (*qp).device;
-                e.event = ev.raw();
-                e.element.qp = qp;
-                handler(&mut e, (*qp).qp_context);
-            }
+            super::raise_object_event(
+                (*qp).device,
+                ev.raw(),
+                |e| e.qp = qp,
+                (*qp).event_handler,
+                (*qp).qp_context,
+            )
         }
     }
 

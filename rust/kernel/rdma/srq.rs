@@ -56,16 +56,15 @@ impl<T: Driver> Srq<T> {
     pub fn limit_reached(&self) {
         let srq = self.ib.get();
         // SAFETY: `event_handler` and `srq_context` are set by the core at creation and stay
-        // valid while the queue exists; the event names the queue, which the handler only
-        // uses during the call.
+        // valid while the queue exists (`&self`); the event names the queue.
         unsafe {
-            if let Some(handler) = (*srq).event_handler {
-                let mut ev: bindings::ib_event = pin_init::zeroed();
-                ev.device = (*srq).device;
-                ev.event = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
-                ev.element.srq = srq;
-                handler(&mut ev, (*srq).srq_context);
-            }
+            super::raise_object_event(
+                (*srq).device,
+                bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+                |e| e.srq = srq,
+                (*srq).event_handler,
+                (*srq).srq_context,
+            )
         }
     }
 }
