@@ -5,6 +5,7 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::device::{Device, Driver, UContext, UData};
+use super::event::object_event;
 use super::usecnt::{UseCounted, UseRef};
 use crate::{bindings, prelude::*, types::Opaque};
 
@@ -77,13 +78,11 @@ impl<T: Driver> Cq<T> {
         // SAFETY: `event_handler` and `cq_context` are set by the core at creation and stay
         // valid while the CQ exists (`&self`); the event names the CQ.
         unsafe {
-            super::raise_object_event(
-                (*cq).device,
-                bindings::ib_event_type_IB_EVENT_CQ_ERR,
-                |e| e.cq = cq,
-                (*cq).event_handler,
-                (*cq).cq_context,
-            )
+            let kind = bindings::ib_event_type_IB_EVENT_CQ_ERR;
+            let mut ev = object_event((*cq).device, kind, |e| e.cq = cq);
+            if let Some(handler) = (*cq).event_handler {
+                handler(&mut ev, (*cq).cq_context);
+            }
         }
     }
 }

@@ -19,6 +19,7 @@
 //! - [`bhwork`]: softirq work items embedded in driver objects (local delivery).
 //! - [`wr`]: work requests and completions of kernel consumers, kernel DMA addresses.
 //! - [`usecnt`]: counted uses of core objects (CQs, SRQs) held by a driver's data path.
+//! - [`event`]: asynchronous events of QPs, CQs and SRQs for their owners.
 //!
 //! The kernel crate is built into vmlinux, so these abstractions need the RDMA core built in
 //! (`CONFIG_INFINIBAND=y`, `CONFIG_INFINIBAND_USER_ACCESS=y`).
@@ -30,6 +31,7 @@ pub mod ah;
 pub mod bhwork;
 pub mod cq;
 pub mod device;
+pub mod event;
 pub mod link;
 pub mod mmap;
 pub mod mr;
@@ -49,36 +51,6 @@ pub mod wr;
 pub fn crc32_le(seed: u32, data: &[u8]) -> u32 {
     // SAFETY: `data` is a valid slice for reads of `data.len()` bytes.
     unsafe { crate::bindings::crc32_le(seed, data.as_ptr().cast(), data.len()) }
-}
-
-/// The event handler of a core object (`ib_qp`, `ib_cq`, `ib_srq`: `event_handler`).
-pub(crate) type EventHandler =
-    Option<unsafe extern "C" fn(*mut crate::bindings::ib_event, *mut crate::ffi::c_void)>;
-
-/// Calls `handler` with the event `kind` about an object of `device`, which `name` writes
-/// into the event's `element`.
-///
-/// # Safety
-///
-/// `handler` and `context` are the `event_handler` and context the core set on a live object
-/// of `device`, and `name` names that object; the handler only uses the event during the
-/// call.
-pub(crate) unsafe fn raise_object_event(
-    device: *mut crate::bindings::ib_device,
-    kind: crate::bindings::ib_event_type,
-    name: impl FnOnce(&mut crate::bindings::ib_event__bindgen_ty_1),
-    handler: EventHandler,
-    context: *mut crate::ffi::c_void,
-) {
-    let Some(handler) = handler else {
-        return;
-    };
-    let mut ev: crate::bindings::ib_event = pin_init::zeroed();
-    ev.device = device;
-    ev.event = kind;
-    name(&mut ev.element);
-    // SAFETY: Per the function's contract.
-    unsafe { handler(&mut ev, context) };
 }
 
 /// Keeps softirqs (bottom halves) from running on this CPU while it exists.

@@ -270,10 +270,11 @@ impl<T: Driver> Mr<T> {
 
     /// Reads a field of the core's header.
     fn header<R>(&self, f: impl FnOnce(&bindings::ib_mr) -> R) -> R {
-        // SAFETY: The header lives as long as `self`. The core and the consumer write
-        // `iova`, `length` and `page_size` only in `ib_map_mr_sg` (the consumer does not map
-        // a region while it posts work requests naming it) and `lkey`/`rkey` in
-        // `ib_update_fast_reg_key`, which the consumer serialises with its use of the region.
+        // The core and the consumer write `iova`, `length` and `page_size` only in
+        // `ib_map_mr_sg` (the consumer does not map a region while it posts work requests
+        // naming it) and `lkey`/`rkey` in `ib_update_fast_reg_key`, which the consumer
+        // serialises with its use of the region.
+        // SAFETY: The header lives as long as `self`, unwritten while read (above).
         f(unsafe { &*self.ib.get() })
     }
 

@@ -4,19 +4,14 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
+pub use super::event::{QpEvent, QpEvents};
 use super::{
     cq::Cq,
     device::{Device, Driver, Mtu, UContext, UData},
     mr::AccessFlags,
     pd::Pd,
 };
-use crate::{
-    bindings, new_spinlock,
-    prelude::*,
-    sync::{Arc, SpinLock},
-    types::Opaque,
-};
-use core::ptr::NonNull;
+use crate::{bindings, prelude::*, sync::Arc, types::Opaque};
 
 /// Transport service of a queue pair (`enum ib_qp_type`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -390,97 +385,6 @@ pub struct Qp<T: Driver> {
     events: Arc<QpEvents>,
     #[pin]
     pub(crate) data: T::Qp,
-}
-
-/// An asynchronous event of a queue pair (`enum ib_event_type`), for its owner's event
-/// handler (`ibv_get_async_event` for a user QP).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum QpEvent {
-    /// `IB_EVENT_QP_FATAL`: the QP entered ERR for a reason of its own.
-    Fatal,
-    /// `IB_EVENT_QP_REQ_ERR`: an invalid request from the peer put the QP in ERR.
-    RequestErr,
-    /// `IB_EVENT_QP_ACCESS_ERR`: a request from the peer violated an access right.
-    AccessErr,
-    /// `IB_EVENT_QP_LAST_WQE_REACHED`: a QP on a shared receive queue entered ERR; it takes
-    /// no more WQEs from the SRQ.
-    LastWqeReached,
-}
-
-impl QpEvent {
-    fn raw(self) -> bindings::ib_event_type {
-        match self {
-            Self::Fatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
-            Self::RequestErr => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
-            Self::AccessErr => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
-            Self::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
-        }
-    }
-}
-
-/// The QP whose events a [`QpEvents`] delivers.
-struct EventQp(NonNull<bindings::ib_qp>);
-
-// SAFETY: The pointer is only used under the `QpEvents` lock, while the QP is live, from any
-// thread.
-unsafe impl Send for EventQp {}
-
-/// Where the asynchronous events of a queue pair go: its owner's handler, while the QP
-/// exists. A driver's data path keeps one ([`QpInit::events`]) and raises events through it
-/// from any context; once the QP is destroyed, raising does nothing.
-///
-/// # Invariants
-///
-/// `qp` names the QP only while it is live: the `destroy_qp` trampoline clears it before the
-/// driver's destroy runs.
-#[pin_data]
-pub struct QpEvents {
-    #[pin]
-    qp: SpinLock<Option<EventQp>>,
-}
-
-impl QpEvents {
-    fn new(qp: *mut bindings::ib_qp) -> Result<Arc<Self>> {
-        Arc::pin_init(
-            pin_init!(Self {
-                qp <- new_spinlock!(NonNull::new(qp).map(EventQp), "rdma_qp_events"),
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    /// Delivers `ev` to the QP's event handler, if the QP still exists.
-    ///
-    /// # Context
-    ///
-    /// Any context but hard interrupts; no lock of the driver's that the handler could need
-    /// may be held (handlers may call back into the RDMA core).
-    pub fn raise(&self, ev: QpEvent) {
-        let _bh = super::BhGuard::new();
-        let guard = self.qp.lock();
-        let Some(EventQp(qp)) = &*guard else {
-            return;
-        };
-        let qp = qp.as_ptr();
-        // SAFETY: By the type invariant the QP is live while it is named here (the lock is
-        // held); `event_handler` and `qp_context` are set by the core at creation; the event
-        // names the QP.
-        unsafe {
-            super::raise_object_event(
-                (*qp).device,
-                ev.raw(),
-                |e| e.qp = qp,
-                (*qp).event_handler,
-                (*qp).qp_context,
-            )
-        }
-    }
-
-    /// Forgets the QP (it is being destroyed).
-    fn clear(&self) {
-        let _bh = super::BhGuard::new();
-        *self.qp.lock() = None;
-    }
 }
 
 impl<T: Driver> Qp<T> {

@@ -6,6 +6,7 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::device::{Device, Driver, UContext, UData};
+use super::event::object_event;
 use super::pd::Pd;
 use super::usecnt::{UseCounted, UseRef};
 use super::wr::{self, RecvWr};
@@ -58,13 +59,11 @@ impl<T: Driver> Srq<T> {
         // SAFETY: `event_handler` and `srq_context` are set by the core at creation and stay
         // valid while the queue exists (`&self`); the event names the queue.
         unsafe {
-            super::raise_object_event(
-                (*srq).device,
-                bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
-                |e| e.srq = srq,
-                (*srq).event_handler,
-                (*srq).srq_context,
-            )
+            let kind = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
+            let mut ev = object_event((*srq).device, kind, |e| e.srq = srq);
+            if let Some(handler) = (*srq).event_handler {
+                handler(&mut ev, (*srq).srq_context);
+            }
         }
     }
 }

@@ -271,6 +271,50 @@ pub struct DeviceAttrs {
     pub local_ca_ack_delay: u8,
 }
 
+impl DeviceAttrs {
+    /// Returns the attributes as the core reads them (`struct ib_device_attr`; the GUID in
+    /// network byte order, what is not described here zero).
+    pub(super) fn to_raw(&self) -> bindings::ib_device_attr {
+        bindings::ib_device_attr {
+            fw_ver: self.fw_ver,
+            sys_image_guid: self.sys_image_guid.to_be(),
+            max_mr_size: self.max_mr_size,
+            page_size_cap: self.page_size_cap,
+            vendor_id: self.vendor_id,
+            vendor_part_id: self.vendor_part_id,
+            hw_ver: self.hw_ver,
+            max_qp: self.max_qp,
+            max_qp_wr: self.max_qp_wr,
+            device_cap_flags: self.device_cap_flags,
+            kernel_cap_flags: self.kernel_cap_flags,
+            max_send_sge: self.max_send_sge,
+            max_recv_sge: self.max_recv_sge,
+            max_sge_rd: self.max_sge_rd,
+            max_cq: self.max_cq,
+            max_cqe: self.max_cqe,
+            max_mr: self.max_mr,
+            max_pd: self.max_pd,
+            max_qp_rd_atom: self.max_qp_rd_atom,
+            max_res_rd_atom: self.max_res_rd_atom,
+            max_qp_init_rd_atom: self.max_qp_init_rd_atom,
+            atomic_cap: self.atomic_cap.map_or(0, |c| c as u32),
+            max_mw: self.max_mw,
+            max_mcast_grp: self.max_mcast_grp,
+            max_mcast_qp_attach: self.max_mcast_qp_attach,
+            max_total_mcast_qp_attach: self.max_total_mcast_qp_attach,
+            max_ah: self.max_ah,
+            max_srq: self.max_srq,
+            max_srq_wr: self.max_srq_wr,
+            max_srq_sge: self.max_srq_sge,
+            max_fast_reg_page_list_len: self.max_fast_reg_page_list_len,
+            max_pi_fast_reg_page_list_len: self.max_pi_fast_reg_page_list_len,
+            max_pkeys: self.max_pkeys,
+            local_ca_ack_delay: self.local_ca_ack_delay,
+            ..pin_init::zeroed()
+        }
+    }
+}
+
 /// Port attributes a driver reports from [`Driver::query_port`] (`struct ib_port_attr`).
 ///
 /// [`Driver::query_port`]: super::Driver::query_port

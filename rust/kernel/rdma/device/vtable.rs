@@ -152,43 +152,7 @@ impl<T: Driver> DeviceVTable<T> {
             let dev = unsafe { Device::<T>::from_raw(ib) };
             // SAFETY: `udata` is null or valid for the duration of the call.
             let a = T::query_device(dev, unsafe { UData::from_raw(udata) })?;
-            let c = bindings::ib_device_attr {
-                fw_ver: a.fw_ver,
-                sys_image_guid: a.sys_image_guid.to_be(),
-                max_mr_size: a.max_mr_size,
-                page_size_cap: a.page_size_cap,
-                vendor_id: a.vendor_id,
-                vendor_part_id: a.vendor_part_id,
-                hw_ver: a.hw_ver,
-                max_qp: a.max_qp,
-                max_qp_wr: a.max_qp_wr,
-                device_cap_flags: a.device_cap_flags,
-                kernel_cap_flags: a.kernel_cap_flags,
-                max_send_sge: a.max_send_sge,
-                max_recv_sge: a.max_recv_sge,
-                max_sge_rd: a.max_sge_rd,
-                max_cq: a.max_cq,
-                max_cqe: a.max_cqe,
-                max_mr: a.max_mr,
-                max_pd: a.max_pd,
-                max_qp_rd_atom: a.max_qp_rd_atom,
-                max_res_rd_atom: a.max_res_rd_atom,
-                max_qp_init_rd_atom: a.max_qp_init_rd_atom,
-                atomic_cap: a.atomic_cap.map_or(0, |c| c as u32),
-                max_mw: a.max_mw,
-                max_mcast_grp: a.max_mcast_grp,
-                max_mcast_qp_attach: a.max_mcast_qp_attach,
-                max_total_mcast_qp_attach: a.max_total_mcast_qp_attach,
-                max_ah: a.max_ah,
-                max_srq: a.max_srq,
-                max_srq_wr: a.max_srq_wr,
-                max_srq_sge: a.max_srq_sge,
-                max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
-                max_pi_fast_reg_page_list_len: a.max_pi_fast_reg_page_list_len,
-                max_pkeys: a.max_pkeys,
-                local_ca_ack_delay: a.local_ca_ack_delay,
-                ..pin_init::zeroed()
-            };
+            let c = a.to_raw();
             // SAFETY: `attr` is valid for writes.
             unsafe { attr.write(c) };
             Ok(0)
