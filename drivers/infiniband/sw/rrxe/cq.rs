@@ -181,17 +181,22 @@ impl RrxeCq {
         udata.respond(&mi)?;
         let bh = BhGuard::new();
         let mut st = this.state.lock();
-        let Ring::User(q) = &mut st.ring else {
-            return Err(EINVAL);
+        // `Ok(old queue)` or `Err(refused new queue)`: either is dropped (which may sleep)
+        // after the lock.
+        let moved = match &mut st.ring {
+            Ring::User(q) => q.resize_into(queue).map(|new| core::mem::replace(q, new)),
+            Ring::Kernel(_) => Err(queue),
         };
-        let old = core::mem::replace(q, q.resize_into(queue)?);
-        cq.set_cqe(geo.capacity());
+        if moved.is_ok() {
+            cq.set_cqe(geo.capacity());
+        }
         drop(st);
         drop(bh);
-        // Dropping a shared buffer may sleep: outside the lock. Its mapping stays valid until
-        // userspace unmaps it.
-        drop(old);
-        Ok(())
+        // The old queue's mapping stays valid until userspace unmaps it.
+        match moved {
+            Ok(_old) => Ok(()),
+            Err(_refused) => Err(EINVAL),
+        }
     }
 }
 

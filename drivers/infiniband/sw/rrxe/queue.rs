@@ -156,8 +156,22 @@ impl ProducedQueue {
     }
 
     /// Moves the waiting entries into `new` (a resize, as `resize_finish()`) and returns the
-    /// queue to produce into from now on; fails with `EINVAL` if they do not fit.
-    pub(crate) fn resize_into(&self, new: SharedQueue) -> Result<Self> {
+    /// queue to produce into from now on. If they do not fit (or the consumer index is
+    /// impossible), `new` comes back unused: dropping a user queue may sleep, so the caller
+    /// drops it once its locks are released.
+    pub(crate) fn resize_into(&self, new: SharedQueue) -> core::result::Result<Self, SharedQueue> {
+        match self.move_entries(&new) {
+            Ok(producer) => Ok(Self {
+                producer: KernelProducer::with_index(new.geo, producer),
+                queue: new,
+            }),
+            Err(_) => Err(new),
+        }
+    }
+
+    /// Copies the waiting entries into `new` and publishes its indices; returns its producer
+    /// index.
+    fn move_entries(&self, new: &SharedQueue) -> Result<u32> {
         let plan = ResizePlan::new(
             self.queue.geo,
             new.geo,
@@ -175,11 +189,7 @@ impl ProducedQueue {
             .store_relaxed(CONSUMER_INDEX_OFFSET, plan.new_consumer())?;
         new.buf
             .store_release(PRODUCER_INDEX_OFFSET, plan.new_producer())?;
-        let producer = KernelProducer::with_index(new.geo, plan.new_producer());
-        Ok(Self {
-            queue: new,
-            producer,
-        })
+        Ok(plan.new_producer())
     }
 }
 
@@ -238,7 +248,9 @@ mod tests {
         let small = QueueGeometry::new(1, 48, CACHE_LINE_SIZE).map_err(|_| EINVAL)?;
         assert!(q.resize_into(SharedQueue::new_kernel(small)?).is_err());
         let big = QueueGeometry::new(7, 48, CACHE_LINE_SIZE).map_err(|_| EINVAL)?;
-        let mut r = q.resize_into(SharedQueue::new_kernel(big)?)?;
+        let mut r = q
+            .resize_into(SharedQueue::new_kernel(big)?)
+            .map_err(|_| EINVAL)?;
         assert_eq!(r.count()?, 3);
         let mut e = [0u8; 1];
         for (i, want) in [1u8, 2, 3].into_iter().enumerate() {
