@@ -7,5 +7,5 @@
 # a bug of the C driver, not of the rrxe client. access-rrxe and access-mixed2 (rrxe server)
 # run it.
 AC_A=rxe AC_B=rrxe
-AC_CASES=1,3a,3b,4,5a,5b,6,7,8a,8b,9a,9b,10a,10b,11
+AC_CASES=1,3a,3b,4,5a,5b,6,7,8a,8b,8c,8d,9a,9b,10a,10b,11
 . /usr/local/bin/access.sh

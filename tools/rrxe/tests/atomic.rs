@@ -3,7 +3,8 @@
 //! Atomic execution: [`AtomicOp::apply`] as the engine's `execute_atomic` uses it (read the
 //! 8 bytes at the target, write back the result, return the original), and the path from an
 //! atomic request packet through the [`Responder`] to the atomic ACKnowledge carrying the
-//! original value.
+//! original value; ATOMIC WRITE from its request packet to the empty READ response ONLY
+//! that answers it.
 
 mod common;
 
@@ -11,7 +12,7 @@ use common::build_vec;
 use proptest::prelude::*;
 use rrxe_proto::aeth::{Credits, NakCode, RnrTimer, Syndrome};
 use rrxe_proto::bth::Qpn;
-use rrxe_proto::ext::AtomicEthFields;
+use rrxe_proto::ext::{AtomicEthFields, RethFields};
 use rrxe_proto::opcode::{Opcode, QpType};
 use rrxe_proto::packet::{self, PacketSpec};
 use rrxe_proto::psn::{Msn, Psn};
@@ -38,6 +39,7 @@ fn reference(op: AtomicOp, orig: u64) -> u64 {
         AtomicOp::CompareSwap { compare, swap } if orig == compare => swap,
         AtomicOp::CompareSwap { .. } => orig,
         AtomicOp::FetchAdd { add } => ((u128::from(orig) + u128::from(add)) % (1u128 << 64)) as u64,
+        AtomicOp::Write { value } => value,
     }
 }
 
@@ -172,7 +174,8 @@ fn round_trip(
         AtomicReply {
             psn,
             msn: rsp.msn(),
-            orig
+            orig,
+            write: false,
         }
     );
     check_ack(&reply);
@@ -316,4 +319,128 @@ proptest! {
             prop_assert_eq!(rsp.msn(), Msn::new(k as u32 + 1));
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// ATOMIC WRITE (IBA 1.5 annex A19)
+
+fn write_responder(psn: u32, remote_write: bool) -> Responder {
+    Responder::new(ResponderConfig {
+        rq_psn: Psn::new(psn),
+        mtu: PathMtu::MTU_1024,
+        min_rnr_timer: RnrTimer::new(1).unwrap(),
+        remote_write,
+        remote_read: false,
+        remote_atomic: false,
+        max_dest_rd_atomic: 4,
+    })
+}
+
+/// An ATOMIC WRITE request as it arrives: RETH (`va`, `dma_len`) and `payload`, built,
+/// parsed and reduced to a [`Request`].
+fn atomic_write_request(psn: Psn, va: u64, dma_len: u32, payload: &[u8]) -> Option<Request> {
+    let mut spec = PacketSpec {
+        reth: Some(RethFields {
+            va,
+            rkey: RKEY,
+            dma_len,
+        }),
+        payload,
+        ..PacketSpec::default()
+    };
+    spec.bth.opcode = Opcode::RC_ATOMIC_WRITE;
+    spec.bth.dest_qp = Qpn::new(DEST_QP);
+    spec.bth.pkey = PKEY;
+    spec.bth.psn = psn;
+    spec.bth.ack_req = true;
+    let bytes = build_vec(&spec);
+    packet::parse_for(&bytes, QpType::Rc)
+        .ok()
+        .map(|p| Request::from_packet(&p))
+}
+
+#[test]
+fn atomic_write_stores_its_payload_and_is_answered_by_an_empty_read_response() {
+    let mut rsp = write_responder(0xff_ffff, true);
+    let payload = [1u8, 2, 3, 4, 5, 6, 7, 8];
+    let req = atomic_write_request(Psn::new(0xff_ffff), VA, 8, &payload).expect("parses");
+    assert_eq!(req.atomic_write, Some(u64::from_ne_bytes(payload)));
+    let out = rsp.on_request(&req, None);
+    let a = out.atomic.expect("accepted");
+    assert_eq!(
+        a,
+        AtomicExec {
+            va: VA,
+            rkey: RKEY,
+            op: AtomicOp::Write {
+                value: u64::from_ne_bytes(payload)
+            }
+        }
+    );
+    assert!(out.reply.is_none() && out.read.is_none() && out.complete.is_none());
+    // The engine stores the payload bytes as they came.
+    let mut word = [0u8; 8];
+    execute(&mut word, a.op);
+    assert_eq!(word, payload);
+    let reply = rsp.atomic_done(0);
+    assert_eq!(
+        reply,
+        AtomicReply {
+            psn: Psn::new(0xff_ffff),
+            msn: Msn::new(1),
+            orig: 0,
+            write: true,
+        }
+    );
+    // On the wire: RDMA READ response ONLY, its PSN, an ACK AETH, no payload (rdma_rxe's
+    // answer, which its completer takes as the acknowledgement).
+    let bytes = build_vec(&reply.spec(Qpn::new(DEST_QP), PKEY));
+    let pkt = packet::parse_for(&bytes, QpType::Rc).unwrap();
+    assert_eq!(pkt.opcode(), Opcode::RC_RDMA_READ_RESPONSE_ONLY);
+    assert_eq!(pkt.bth.psn(), Psn::new(0xff_ffff));
+    assert!(pkt.payload.is_empty() && pkt.atomic_ack_eth.is_none());
+    let aeth = pkt.aeth.expect("AETH");
+    assert_eq!(aeth.decode_syndrome(), Ok(Syndrome::Ack(Credits::INVALID)));
+    assert_eq!(aeth.msn(), Msn::new(1));
+    assert_eq!(rsp.expected_psn(), Psn::new(0));
+
+    // A duplicate is answered again and never stored twice.
+    let dup = rsp.on_request(&req, None);
+    assert_eq!(dup.atomic, None);
+    assert_eq!(dup.atomic_reply, Some(reply));
+    assert!(dup.duplicate);
+}
+
+#[test]
+fn atomic_write_needs_remote_write_eight_bytes_and_alignment() {
+    let payload = [0xa5u8; 8];
+    let nak = |rsp: &mut Responder, req: &Request| {
+        let out = rsp.on_request(req, None);
+        assert_eq!(out.atomic, None, "{req:?}");
+        assert_eq!(
+            out.reply.expect("NAK").syndrome,
+            Syndrome::Nak(NakCode::InvalidRequest),
+            "{req:?}"
+        );
+        assert!(out.fatal);
+    };
+    // No remote write access on the QP (remote atomic access is not what it takes).
+    let req = atomic_write_request(Psn::new(0), VA, 8, &payload).unwrap();
+    nak(&mut write_responder(0, false), &req);
+    // A RETH length other than 8.
+    for len in [0, 4, 16] {
+        let req = atomic_write_request(Psn::new(0), VA, len, &payload).unwrap();
+        nak(&mut write_responder(0, true), &req);
+    }
+    // A misaligned target (o19-28).
+    for va in [VA + 1, VA + 4] {
+        let req = atomic_write_request(Psn::new(0), va, 8, &payload).unwrap();
+        nak(&mut write_responder(0, true), &req);
+    }
+    // A payload other than 8 bytes cannot even be built (the opcode table says exactly 8,
+    // and the parser holds received packets to the same rule).
+    assert_eq!(
+        Opcode::RC_ATOMIC_WRITE.info().unwrap().payload(),
+        rrxe_proto::opcode::Payload::Exactly(8)
+    );
 }

@@ -366,6 +366,56 @@ fn cumulative_ack_completes_in_order() {
 }
 
 #[test]
+fn atomic_write_is_one_reth_packet_acknowledged_by_an_empty_read_response() {
+    let mut s = sender(10, 7, 7);
+    assert_eq!(WrOp::AtomicWrite.psn_count(8, MTU), 1);
+    assert_eq!(
+        WrOp::AtomicWrite.opcode(true, true),
+        Some(Opcode::RC_ATOMIC_WRITE)
+    );
+    assert_eq!(WrOp::AtomicWrite.uc_opcode(true, true), None);
+    s.post(wqe(0, WrOp::AtomicWrite, 8)).unwrap();
+    s.post(wqe(1, WrOp::Send, 8)).unwrap();
+    let tx = drain_tx(&mut s);
+    assert_eq!(tx.len(), 2);
+    assert_eq!(tx[0].opcode, Opcode::RC_ATOMIC_WRITE);
+    assert_eq!((tx[0].len, tx[0].reth_len, tx[0].psn), (8, 8, Psn::new(10)));
+    drain_poll(&mut s);
+    // The responder's answer: an empty READ response ONLY with the request's PSN.
+    s.on_response(&Response {
+        opcode: Opcode::RC_RDMA_READ_RESPONSE_ONLY,
+        ..ack(10)
+    });
+    assert_eq!(completions(&drain_poll(&mut s)), [(0, WcStatus::Success)]);
+    // Like an RDMA WRITE, a later ACK covers it too.
+    s.post(wqe(2, WrOp::AtomicWrite, 8)).unwrap();
+    drain_tx(&mut s);
+    s.on_response(&ack(12));
+    assert_eq!(
+        completions(&drain_poll(&mut s)),
+        [(1, WcStatus::Success), (2, WcStatus::Success)]
+    );
+    assert!(s.is_idle());
+}
+
+#[test]
+fn atomic_write_counts_against_the_initiator_depth() {
+    let mut s = Sender::<8>::new(SenderConfig::new(Psn::new(0), MTU, 7, 7).with_max_rd_atomic(1));
+    s.post(wqe(0, WrOp::AtomicWrite, 8)).unwrap();
+    s.post(wqe(1, WrOp::Read, 8)).unwrap();
+    assert_eq!(
+        drain_tx(&mut s).len(),
+        1,
+        "the READ waits for the ATOMIC WRITE"
+    );
+    s.on_response(&Response {
+        opcode: Opcode::RC_RDMA_READ_RESPONSE_ONLY,
+        ..ack(0)
+    });
+    assert_eq!(drain_tx(&mut s).len(), 1);
+}
+
+#[test]
 fn nak_seq_err_retransmits_from_its_psn() {
     let mut s = sender(0, 7, 7);
     s.post(wqe(0, WrOp::Write, 1000)).unwrap(); // PSN 0-3

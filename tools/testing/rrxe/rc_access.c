@@ -23,6 +23,11 @@
  *                                returned, the word updated (or not)
  *   8b  atomic_no_remote_atomic  FETCH_ADD on a region without REMOTE_ATOMIC: remote
  *                                access error
+ *   8c  atomic_write             ATOMIC WRITE (ibv_wr_atomic_write) of 8 bytes into a
+ *                                REMOTE_WRITE region: the word replaced, nothing else
+ *   8d  atomic_write_no_remote_write
+ *                                ATOMIC WRITE into a region without REMOTE_WRITE (but with
+ *                                REMOTE_ATOMIC): remote access error
  *   9a  zero_length              zero-length WRITE and zero-length SEND: success, the
  *                                receive completes with byte_len 0
  *   9b  zero_length_no_rkey      zero-length WRITE and READ with rkey 0 and address 0:
@@ -238,6 +243,7 @@ static const char *opcode_str(int op)
 	case IBV_WC_RDMA_READ: return "RDMA_READ";
 	case IBV_WC_COMP_SWAP: return "COMP_SWAP";
 	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
+	case IBV_WC_ATOMIC_WRITE: return "ATOMIC_WRITE";
 	case IBV_WC_RECV: return "RECV";
 	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
 	default: return "?";
@@ -253,6 +259,7 @@ static int wc_opcode_of(enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
 	case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_WRITE: return IBV_WC_ATOMIC_WRITE;
 	default: return -1;
 	}
 }
@@ -654,6 +661,57 @@ static void c8b(struct tc *t)
 		  IBV_WC_REM_ACCESS_ERR, 0);
 }
 
+/* 8c, 8d: ATOMIC WRITE of C8_SWAP on the word (the extended verbs: ibv_post_send has no
+ * field for its operand). */
+static void s8c(struct tc *t)
+{
+	srv_region(t, C8_OFF, C8_LEN, LW | RW);
+	set_word(t, C8_V0);
+}
+static void atomic_write(struct tc *t, enum ibv_wc_status want)
+{
+	struct reg_desc *r = peer_reg(t, 0);
+	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(t->qp);
+	uint64_t v = C8_SWAP;
+	int err;
+
+	if (!r)
+		return;
+	if (!qpx) {
+		fail(t, "ibv_qp_to_qp_ex: no extended QP");
+		return;
+	}
+	ibv_wr_start(qpx);
+	qpx->wr_id = ++t->wr_seq;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qpx, r->rkey, r->addr + (C8_WORD - r->off), &v);
+	err = ibv_wr_complete(qpx);
+	if (err) {
+		fail(t, "atomic_write: ibv_wr_complete: %s", strerror(err));
+		return;
+	}
+	expect_wc(t, t->scq, "atomic_write", t->wr_seq, want, 0, NULL, IBV_WC_ATOMIC_WRITE, NULL);
+}
+static void c8c(struct tc *t)
+{
+	atomic_write(t, IBV_WC_SUCCESS);
+}
+static void k8c(struct tc *t)
+{
+	uint64_t v = C8_SWAP;
+
+	memcpy(t->exp + C8_WORD, &v, 8);
+}
+static void s8d(struct tc *t)
+{
+	srv_region(t, C8_OFF, C8_LEN, LW | RR | RA);
+	set_word(t, C8_V0);
+}
+static void c8d(struct tc *t)
+{
+	atomic_write(t, IBV_WC_REM_ACCESS_ERR);
+}
+
 /* Server: the receive posted by srv_post_recv must complete with @want (or one in @alt,
  * see expect_wc), on success as @op with @len bytes (-1: not checked). */
 static int srv_expect_recv(struct tc *t, enum ibv_wc_status want, unsigned int alt,
@@ -808,6 +866,8 @@ static const struct case_def cases[] = {
 	{ "7", "write_gather", s7, c7, k7 },
 	{ "8a", "atomics", s8a, c8a, k8a },
 	{ "8b", "atomic_no_remote_atomic", s8b, c8b, NULL },
+	{ "8c", "atomic_write", s8c, c8c, k8c },
+	{ "8d", "atomic_write_no_remote_write", s8d, c8d, NULL },
 	{ "9a", "zero_length", s9a, c9a, k9a },
 	{ "9b", "zero_length_no_rkey", NULL, c9b, NULL },
 	{ "10a", "send_bad_lkey", s10, c10a, k10a },
@@ -824,6 +884,7 @@ static void tc_setup(struct tc *t)
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 8, .max_recv_wr = 4, .max_send_sge = 4, .max_recv_sge = 1 },
 	};
+	struct ibv_qp_init_attr_ex iax = {};
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0,
 		.qp_access_flags = RW | RR | RA,
@@ -845,11 +906,21 @@ static void tc_setup(struct tc *t)
 		fail(t, "ibv_create_cq: %s", strerror(errno));
 		return;
 	}
-	ia.send_cq = t->scq;
-	ia.recv_cq = t->rcq;
-	t->qp = ibv_create_qp(G.pd, &ia);
+	/* An extended QP: case 8c posts ATOMIC WRITE through ibv_wr_atomic_write(); the other
+	 * cases use ibv_post_send(), which works on it as on any QP. */
+	iax.qp_type = ia.qp_type;
+	iax.cap = ia.cap;
+	iax.send_cq = t->scq;
+	iax.recv_cq = t->rcq;
+	iax.pd = G.pd;
+	iax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	iax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+			     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+			     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_ATOMIC_WRITE;
+	t->qp = ibv_create_qp_ex(G.ctx, &iax);
 	if (!t->qp) {
-		fail(t, "ibv_create_qp: %s", strerror(errno));
+		fail(t, "ibv_create_qp_ex: %s", strerror(errno));
 		return;
 	}
 	errno = ibv_modify_qp(t->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |

@@ -60,9 +60,11 @@ impl Driver for Rrxe {
             sys_image_guid: dev.data().guid,
             // Fast registration, local and remote invalidation: what kernel storage
             // protocols (nvme-rdma, iSER, NFS/RDMA, SMB Direct, RDS, o2iblnd) require.
+            // ATOMIC WRITE as rdma_rxe carries it (RC, user QPs: no kernel verb posts one).
             device_cap_flags: device_cap::MEM_MGT_EXTENSIONS
                 | device_cap::RC_RNR_NAK_GEN
-                | device_cap::SYS_IMAGE_GUID,
+                | device_cap::SYS_IMAGE_GUID
+                | device_cap::ATOMIC_WRITE,
             max_fast_reg_page_list_len: crate::mr::MAX_FAST_REG_PAGES,
             // No signature offload (`IB_MR_TYPE_INTEGRITY`).
             max_pi_fast_reg_page_list_len: 0,

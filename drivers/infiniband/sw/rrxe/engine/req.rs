@@ -234,7 +234,7 @@ impl QpShared {
             Need::LocalRead
         };
         let len = match op {
-            WrOp::CompareSwap | WrOp::FetchAdd => 8,
+            WrOp::CompareSwap | WrOp::FetchAdd | WrOp::AtomicWrite => 8,
             _ => wqe.length(),
         };
         if let SendData::Sges(sges) = wqe.data() {
@@ -303,12 +303,26 @@ impl QpShared {
                 swap_add: add,
                 ..WqeHeaders::default()
             },
+            SendOp::AtomicWrite { remote, .. } => WqeHeaders {
+                remote_va: remote.addr,
+                rkey: remote.rkey,
+                ..WqeHeaders::default()
+            },
             _ => return Err(EINVAL),
         };
         let spec = p.spec(e.dest_qpn, PKEY, &hdrs, &[]);
         let len = usize::try_from(p.len)?;
-        self.xmit(&e.ip, id, &spec, len, |out| match wqe.data() {
-            SendData::Inline(bytes) => {
+        let operand = match *wqe.op() {
+            SendOp::AtomicWrite { value, .. } => Some(value),
+            _ => None,
+        };
+        self.xmit(&e.ip, id, &spec, len, |out| match (operand, wqe.data()) {
+            // The ATOMIC WRITE operand travels as the payload, from the WQE itself.
+            (Some(value), _) => {
+                out.copy_from_slice(value.get(..out.len()).ok_or(EINVAL)?);
+                Ok(())
+            }
+            (None, SendData::Inline(bytes)) => {
                 let start = usize::try_from(p.offset)?;
                 let src = start
                     .checked_add(out.len())
@@ -317,8 +331,8 @@ impl QpShared {
                 out.copy_from_slice(src);
                 Ok(())
             }
-            SendData::Sges(sges) => self.gather(sges, p.offset, out),
-            SendData::None => Ok(()),
+            (None, SendData::Sges(sges)) => self.gather(sges, p.offset, out),
+            (None, SendData::None) => Ok(()),
         })
     }
 

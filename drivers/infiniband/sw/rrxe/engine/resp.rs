@@ -21,7 +21,7 @@ use crate::proto::{
     aeth::{NakCode, Syndrome},
     opcode::QpType as WireQpType,
     packet::Packet,
-    rc::{responder::LocalError, AtomicExec, Placement, Request, RespOutcome},
+    rc::{responder::LocalError, AtomicExec, AtomicOp, Placement, Request, RespOutcome},
 };
 use kernel::prelude::*;
 
@@ -138,8 +138,14 @@ impl QpShared {
     }
 
     /// Carries out an atomic from the wire on the 8 bytes its rkey names; returns the
-    /// original value.
+    /// original value. An ATOMIC WRITE needs remote write access and reads nothing.
     fn execute_atomic(&self, a: &AtomicExec) -> Result<u64> {
+        if let AtomicOp::Write { value } = a.op {
+            let mem = self.resolve(a.rkey, a.va, 8, Need::RemoteWrite)?;
+            let _guard = self.dev.atomic_lock.lock();
+            mem.write(0, &value.to_ne_bytes())?;
+            return Ok(0);
+        }
         let mem = self.resolve(a.rkey, a.va, 8, Need::RemoteAtomic)?;
         let _guard = self.dev.atomic_lock.lock();
         let mut word = [0u8; 8];

@@ -45,7 +45,9 @@
 //! tells the caller where a response's data goes before [`Sender::on_response`] takes it;
 //! if placing fails, [`Sender::on_local_error`] fails the WQE instead. An ACK or NAK can
 //! never complete a READ or atomic: one whose PSN lies beyond an incomplete READ or atomic
-//! means its responses were lost, and transmission restarts from it.
+//! means its responses were lost, and transmission restarts from it. An ATOMIC WRITE is
+//! acknowledged like an RDMA WRITE, by an ACK or by the empty READ response ONLY with its
+//! PSN that the responder answers it with (rdma_rxe).
 //!
 //! The MSN of the AETH is not used: completion is by PSN, as in rxe.
 //!
@@ -251,10 +253,11 @@ impl<const N: usize> Sender<N> {
             return;
         };
         if matches!(info.op, Op::ReadResponse | Op::AtomicAck) {
-            self.on_data_response(r);
-            return;
-        }
-        if info.op != Op::Ack {
+            if !self.is_atomic_write_ack(r) {
+                self.on_data_response(r);
+                return;
+            }
+        } else if info.op != Op::Ack {
             return;
         }
         let p = r.psn;
@@ -404,6 +407,16 @@ impl<const N: usize> Sender<N> {
         if p.diff(self.una) > 0 && p.diff(self.max_sent) < 0 && !self.retry_started {
             self.retry(false);
         }
+    }
+
+    /// Returns `true` if `r` is the answer to an ATOMIC WRITE: an empty READ response ONLY
+    /// with its PSN, which acknowledges it (and what precedes it) as an ACK would.
+    fn is_atomic_write_ack(&self, r: &Response) -> bool {
+        r.opcode.info().is_some_and(|i| {
+            i.op == Op::ReadResponse && i.position == Position::Only && r.payload_len == 0
+        }) && self
+            .slot_of(r.psn)
+            .is_some_and(|s| s.wqe.op == WrOp::AtomicWrite)
     }
 
     /// Returns the slot whose PSN range holds `psn`, among those not yet acknowledged.

@@ -32,17 +32,12 @@ pub mod responder;
 pub use completer::{Deliver, Response, SendAction};
 pub use requester::{PostedWqe, Sender, SenderConfig, Transport, TxPacket, WqeHeaders, WrOp};
 pub use responder::{
-    AtomicExec, AtomicReply, Placement, ReadReply, Reply, Request, RespOutcome, Responder,
-    ResponderConfig,
+    AtomicExec, AtomicOp, AtomicReply, Placement, ReadReply, Reply, Request, RespOutcome,
+    Responder, ResponderConfig,
 };
 // Used by the host crate only.
 #[cfg(rrxe_host)]
-pub use {
-    completer::SendCompletion,
-    qp_state::QpState,
-    requester::PostError,
-    responder::{AtomicOp, ReadResp},
-};
+pub use {completer::SendCompletion, qp_state::QpState, requester::PostError, responder::ReadResp};
 
 /// Requester: request an ACK at least every this many packets (rxe `RXE_MAX_PKT_PER_ACK`).
 pub const MAX_PKT_PER_ACK: u32 = 64;

@@ -357,11 +357,11 @@ impl<const N: usize> Sender<N> {
         if self.draining && self.tx_pkt == 0 && psn.diff(self.max_sent) >= 0 {
             return None;
         }
-        if self.tx_pkt == 0 && (slot.wqe.fence || slot.wqe.op.is_read_or_atomic()) {
+        if self.tx_pkt == 0 && (slot.wqe.fence || slot.wqe.op.uses_responder_resource()) {
             // Initiator depth and fences.
             let outstanding = self.reads_outstanding();
             if (slot.wqe.fence && outstanding > 0)
-                || (slot.wqe.op.is_read_or_atomic() && outstanding >= self.cfg.max_rd_atomic)
+                || (slot.wqe.op.uses_responder_resource() && outstanding >= self.cfg.max_rd_atomic)
             {
                 return None;
             }
@@ -474,11 +474,15 @@ impl<const N: usize> Sender<N> {
         self.advance_done();
     }
 
-    /// Counts the READ and atomic requests sent and not completed.
+    /// Counts the requests that hold a responder resource (READ, atomics, ATOMIC WRITE)
+    /// sent and not completed.
     fn reads_outstanding(&self) -> u32 {
         let mut outstanding = 0u32;
         for off in self.done..self.tx_slot {
-            if self.slot(off).is_some_and(|s| s.wqe.op.is_read_or_atomic()) {
+            if self
+                .slot(off)
+                .is_some_and(|s| s.wqe.op.uses_responder_resource())
+            {
                 outstanding = outstanding.wrapping_add(1);
             }
         }

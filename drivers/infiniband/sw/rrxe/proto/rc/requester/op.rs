@@ -31,6 +31,11 @@ pub enum WrOp {
     CompareSwap,
     /// `IB_WR_ATOMIC_FETCH_AND_ADD`.
     FetchAdd,
+    /// `IB_WR_ATOMIC_WRITE` (IBA 1.5 annex A19): 8 bytes written at the target as one store,
+    /// RC only. Carried like an RDMA WRITE (its payload is the operand), counted against the
+    /// initiator depth like a READ (rdma_rxe, whose responder answers it from a responder
+    /// resource with an empty READ response ONLY, which acknowledges it like an ACK).
+    AtomicWrite,
     /// `IB_WR_LOCAL_INV`: a local operation (no packet, no PSN), carried out when the
     /// sender reaches it in send queue order.
     LocalInv,
@@ -40,7 +45,7 @@ pub enum WrOp {
 
 impl WrOp {
     /// Returns the operation a send WQE's opcode asks for, if the sender carries it out
-    /// (memory window binds, FLUSH and ATOMIC WRITE are not).
+    /// (memory window binds and FLUSH are not).
     pub const fn from_wr_opcode(op: WrOpcode) -> Option<Self> {
         Some(match op {
             WrOpcode::Send => Self::Send,
@@ -51,6 +56,7 @@ impl WrOp {
             WrOpcode::RdmaRead => Self::Read,
             WrOpcode::AtomicCmpAndSwp => Self::CompareSwap,
             WrOpcode::AtomicFetchAndAdd => Self::FetchAdd,
+            WrOpcode::AtomicWrite => Self::AtomicWrite,
             WrOpcode::LocalInv => Self::LocalInv,
             WrOpcode::RegMr => Self::RegMr,
             _ => return None,
@@ -61,6 +67,13 @@ impl WrOp {
     /// carrying data rather than by a plain ACK.
     pub const fn is_read_or_atomic(self) -> bool {
         matches!(self, Self::Read | Self::CompareSwap | Self::FetchAdd)
+    }
+
+    /// Returns `true` for the operations that take a responder resource at the peer, and
+    /// so count against the initiator depth (`max_rd_atomic`): READ, the atomics and ATOMIC
+    /// WRITE.
+    pub const fn uses_responder_resource(self) -> bool {
+        self.is_read_or_atomic() || matches!(self, Self::AtomicWrite)
     }
 
     /// Returns `true` for the local operations, which send no packet and take no PSN: the
@@ -81,13 +94,13 @@ impl WrOp {
     pub fn psn_count(self, len: u32, mtu: PathMtu) -> u32 {
         match self {
             Self::LocalInv | Self::RegMr => 0,
-            Self::CompareSwap | Self::FetchAdd => 1,
+            Self::CompareSwap | Self::FetchAdd | Self::AtomicWrite => 1,
             _ => mtu.packets(len),
         }
     }
 
     /// Returns the RC opcode of a request packet of this operation at the given position
-    /// (rxe `next_opcode_rc()`); READ and atomics are always single-packet; `None` for the
+    /// (rxe `next_opcode_rc()`); READ, the atomics and ATOMIC WRITE are always single-packet; `None` for the
     /// local operations, which have no packets.
     pub const fn opcode(self, first: bool, last: bool) -> Option<Opcode> {
         use Opcode as O;
@@ -96,6 +109,7 @@ impl WrOp {
             (Self::Read, _, _) => O::RC_RDMA_READ_REQUEST,
             (Self::CompareSwap, _, _) => O::RC_COMPARE_SWAP,
             (Self::FetchAdd, _, _) => O::RC_FETCH_ADD,
+            (Self::AtomicWrite, _, _) => O::RC_ATOMIC_WRITE,
             (Self::Send | Self::SendWithImm | Self::SendWithInv, true, false) => O::RC_SEND_FIRST,
             (Self::Send | Self::SendWithImm | Self::SendWithInv, false, false) => O::RC_SEND_MIDDLE,
             (Self::Send, true, true) => O::RC_SEND_ONLY,

@@ -18,13 +18,14 @@
 //!    (C9-110..112).
 //! 2. Opcode sequence: a MIDDLE or LAST without a FIRST, or a new message inside an
 //!    unfinished one, is NAK invalid request (class C: the QP enters ERR).
-//! 3. Opcode validity: RDMA WRITE only with remote write access, RDMA READ with remote read
-//!    access, atomics with remote atomic access; FLUSH and ATOMIC WRITE are not supported
-//!    yet and are NAK invalid request, as is an atomic at a misaligned address (C9-120).
+//! 3. Opcode validity: RDMA WRITE and ATOMIC WRITE only with remote write access, RDMA READ
+//!    with remote read access, atomics with remote atomic access; FLUSH is not supported
+//!    yet and is NAK invalid request, as is an atomic or ATOMIC WRITE at a misaligned
+//!    address (C9-120, o19-28) or an ATOMIC WRITE of other than 8 bytes.
 //! 4. Resources: the first packet of a SEND, and a WRITE with immediate, need a receive
 //!    WQE; without one the answer is an RNR NAK with the QP's `min_rnr_timer` and the packet
-//!    is dropped (class B, the QP stays up). A READ or atomic takes a responder resource,
-//!    overwriting the oldest.
+//!    is dropped (class B, the QP stays up). A READ, atomic or ATOMIC WRITE takes a
+//!    responder resource, overwriting the oldest.
 //! 5. Length: FIRST and MIDDLE packets carry exactly one MTU, LAST 1..=MTU, ONLY 0..=MTU
 //!    (C9-92 and 9.7.2); a RETH length is at most 2^31 (C9-94); a WRITE's packets must add
 //!    up to its RETH length; a SEND must fit its receive WQE (local length error).
@@ -53,13 +54,13 @@ mod send_write;
 mod uc;
 
 pub use ack::{LocalError, Reply};
-pub use atomic::{AtomicExec, AtomicReply};
+pub use atomic::{AtomicExec, AtomicOp, AtomicReply};
 pub use read::ReadReply;
+#[cfg(rrxe_host)]
+pub use read::ReadResp;
 pub use request::Request;
 pub use resources::MAX_RESOURCES;
 pub use send_write::{Placement, RecvCompletion};
-#[cfg(rrxe_host)]
-pub use {atomic::AtomicOp, read::ReadResp};
 
 use ack::ack;
 use resources::Resource;
@@ -268,7 +269,7 @@ impl<const N: usize> Responder<N> {
         };
         let op_ok = match info.op {
             Op::Send => true,
-            Op::Write => self.cfg.remote_write,
+            Op::Write | Op::AtomicWrite => self.cfg.remote_write,
             Op::ReadRequest => self.cfg.remote_read,
             Op::CompareSwap | Op::FetchAdd => self.cfg.remote_atomic,
             _ => false,
@@ -283,7 +284,7 @@ impl<const N: usize> Responder<N> {
         }
         match info.op {
             Op::ReadRequest => self.on_read(req),
-            Op::CompareSwap | Op::FetchAdd => self.on_atomic(req, info.op),
+            Op::CompareSwap | Op::FetchAdd | Op::AtomicWrite => self.on_atomic(req, info.op),
             _ => self.on_send_write(req, info, recv_len),
         }
     }
@@ -298,7 +299,7 @@ impl<const N: usize> Responder<N> {
             },
             // READs and atomics are replayed from the responder resources.
             Op::ReadRequest => self.replay_read(req),
-            Op::CompareSwap | Op::FetchAdd => self.replay_atomic(req),
+            Op::CompareSwap | Op::FetchAdd | Op::AtomicWrite => self.replay_atomic(req),
             _ => RespOutcome::default(),
         }
     }

@@ -3,9 +3,10 @@
 //! The responder's input: the header values of an incoming request ([`Request`], with its
 //! AtomicETH as [`AtomicReq`]), extracted from a parsed packet.
 
-use super::super::super::opcode::Opcode;
+use super::super::super::opcode::{Op, Opcode};
 use super::super::super::packet::Packet;
 use super::super::super::psn::Psn;
+use super::super::super::wire::chunk;
 
 /// The header values of an incoming request that the responder decides on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,6 +29,9 @@ pub struct Request {
     pub inv_rkey: Option<u32>,
     /// AtomicETH, if present.
     pub atomic: Option<AtomicReq>,
+    /// The operand of an ATOMIC WRITE: its 8-byte payload, as a native-endian word (the
+    /// bytes are stored at the target as they arrived, as rdma_rxe does).
+    pub atomic_write: Option<u64>,
 }
 
 /// The AtomicETH of an atomic request.
@@ -61,6 +65,9 @@ impl Request {
                 swap_add: a.swap_add(),
                 compare: a.compare(),
             }),
+            atomic_write: (pkt.opcode().info().map(|i| i.op) == Some(Op::AtomicWrite))
+                .then(|| chunk::<8>(pkt.payload, 0).copied().map(u64::from_ne_bytes))
+                .flatten(),
         }
     }
 }

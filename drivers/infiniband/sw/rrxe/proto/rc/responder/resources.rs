@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The responder resources (C9-112, C9-114): READ and atomic requests remembered so that a
+//! The responder resources (C9-112, C9-114): READ, atomic and ATOMIC WRITE requests remembered so that a
 //! duplicate is answered again (a READ executed again from its PSN, an atomic from its saved
 //! result) rather than executed twice. A [`Responder`] has `N` slots ([`MAX_RESOURCES`] by
 //! default), of which it uses `max_dest_rd_atomic`, overwriting the oldest first.
@@ -16,7 +16,8 @@ pub const MAX_RESOURCES: usize = 16;
 /// A remembered READ or atomic request (a responder resource).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Resource {
-    /// [`Resource::FREE`], [`Resource::READ`] or [`Resource::ATOMIC`].
+    /// [`Resource::FREE`], [`Resource::READ`], [`Resource::ATOMIC`] or
+    /// [`Resource::ATOMIC_WRITE`].
     pub(super) kind: u8,
     pub(super) first_psn: Psn,
     pub(super) npsn: u32,
@@ -35,6 +36,13 @@ impl Resource {
     pub(super) const READ: u8 = 1;
     /// An atomic request.
     pub(super) const ATOMIC: u8 = 2;
+    /// An ATOMIC WRITE request (its `orig` is `Some(0)` once carried out).
+    pub(super) const ATOMIC_WRITE: u8 = 3;
+
+    /// Returns `true` for an atomic or ATOMIC WRITE, answered from its saved outcome.
+    pub(super) fn is_atomic(&self) -> bool {
+        matches!(self.kind, Self::ATOMIC | Self::ATOMIC_WRITE)
+    }
 
     fn contains(&self, psn: Psn) -> bool {
         self.kind != Self::FREE
