@@ -10,9 +10,9 @@
 //! - [`link`]: `rdma link add NAME type TYPE netdev DEV` through an `rdma_link_ops`
 //!   registration.
 //! - [`netdev`]: the network devices an RDMA device is bound to, and netdevice events.
-//! - [`pd`], [`cq`], [`qp`], [`srq`], [`mr`], [`ah`]: protection domains, completion
-//!   queues, queue pairs, shared receive queues, memory regions and pinned user memory,
-//!   address handles.
+//! - [`pd`], [`cq`], [`qp`], [`srq`], [`mr`], [`mw`], [`ah`]: protection domains,
+//!   completion queues, queue pairs, shared receive queues, memory regions and pinned user
+//!   memory, memory windows, address handles.
 //! - [`mmap`]: memory shared with userspace (the user provider maps queues).
 //! - [`net`]: the RoCEv2 UDP tunnel socket, received packets, routes and transmission.
 //! - [`timer`]: protocol timers embedded in driver objects.
@@ -35,6 +35,7 @@ pub mod event;
 pub mod link;
 pub mod mmap;
 pub mod mr;
+pub mod mw;
 pub mod net;
 pub mod netdev;
 pub mod pd;

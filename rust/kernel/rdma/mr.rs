@@ -44,6 +44,8 @@ impl AccessFlags {
     pub const REMOTE_ATOMIC: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC);
     /// Memory window binding.
     pub const MW_BIND: Self = Self(bindings::ib_access_flags_IB_ACCESS_MW_BIND);
+    /// Zero-based addressing (`IB_ZERO_BASED`): the region or window is addressed from 0.
+    pub const ZERO_BASED: Self = Self(bindings::ib_access_flags_IB_ZERO_BASED);
     /// `IB_ACCESS_OPTIONAL`: hints (relaxed ordering and the range reserved for more) that a
     /// device may ignore, as the core expects drivers to.
     pub const OPTIONAL: Self = Self(bindings::ib_access_flags_IB_ACCESS_OPTIONAL);

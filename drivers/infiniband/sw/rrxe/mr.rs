@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions: pinned user memory, fast-registration regions of kernel consumers, and
-//! the keys that name them.
+//! Memory regions: pinned user memory, fast-registration regions of kernel consumers,
+//! memory windows over user regions, and the keys that name them.
 //!
 //! A key is `index << 8 | variable byte` (as in the C driver, which interoperating peers do
 //! not care about, but the random byte keeps keys from being guessed from the allocation
@@ -18,6 +18,16 @@
 //! active one, so a mapping made for the next registration never changes what the current
 //! one names. Every access to a fast region copies under its lock, after checking again
 //! that the registration it was resolved under is still the current one.
+//!
+//! A memory window ([`MrInner::Window`], `ibv_alloc_mw`) has a key in the same table, so
+//! the one resolver finds it; it names nothing until a bind (`ibv_bind_mw` for type 1, a
+//! BIND_MW work request for type 2B) points it at a range of a user region of its PD with
+//! remote rights of its own ([`Window::bind`], IBA 10.6.7.2). A bound window counts in its
+//! region, which cannot be deregistered while any is bound (`EBUSY`, as IBA 10.6.3.4
+//! requires), so the region a binding holds is never freed under the data path. A type 2B
+//! window is usable only by the QP it was bound through, and is invalidated by a LOCAL_INV
+//! or a received SEND with invalidate on that QP ([`Window::invalidate`]); a type 1 window
+//! is unbound by a bind of length 0.
 
 use crate::params::Charge;
 pub(crate) use crate::proto::target::Access as Need;
@@ -31,7 +41,10 @@ use kernel::rdma::{
     wr::KernelDma,
     BhGuard,
 };
-use kernel::sync::{Arc, SpinLock, SpinLockGuard};
+use kernel::sync::{
+    atomic::{ordering::Full, ordering::Relaxed, Atomic},
+    Arc, SpinLock, SpinLockGuard,
+};
 
 /// Access flags rrxe supports on memory regions.
 const SUPPORTED_ACCESS: AccessFlags = AccessFlags::LOCAL_WRITE
@@ -55,6 +68,8 @@ pub(crate) enum MrInner {
     User(UserRegion),
     /// A kernel consumer's fast-registration region.
     Fast(FastRegion),
+    /// A memory window.
+    Window(Window),
 }
 
 /// A user memory region, fixed at registration.
@@ -71,6 +86,272 @@ pub(crate) struct UserRegion {
     pd_id: u64,
     /// The key (lkey and rkey).
     key: u32,
+    /// Windows bound to the region, or [`DEREGISTERED`] once it is being deregistered.
+    windows: Atomic<u32>,
+}
+
+/// [`UserRegion::windows`] of a region being deregistered: no window may be bound to it.
+const DEREGISTERED: u32 = 1 << 31;
+
+impl UserRegion {
+    /// Counts one more window bound to the region; `false` if it is being deregistered.
+    fn hold_window(&self) -> bool {
+        let mut cur = self.windows.load(Relaxed);
+        loop {
+            // Fewer windows than keys exist: the count cannot reach the flag bit.
+            if cur >= DEREGISTERED - 1 {
+                return false;
+            }
+            match self.windows.cmpxchg(cur, cur.wrapping_add(1), Full) {
+                Ok(_) => return true,
+                Err(old) => cur = old,
+            }
+        }
+    }
+
+    /// Uncounts a window that [`Self::hold_window`] counted.
+    fn release_window(&self) {
+        self.windows.fetch_sub(1u32, Full);
+    }
+
+    /// Starts the deregistration: `EBUSY` while windows are bound to the region.
+    fn begin_dereg(&self) -> Result {
+        self.windows
+            .cmpxchg(0, DEREGISTERED, Full)
+            .map(|_| ())
+            .map_err(|_| EBUSY)
+    }
+}
+
+/// Access flags a memory window may grant: those of a region, and zero-based addressing
+/// (type 2B only).
+const SUPPORTED_MW_ACCESS: AccessFlags = SUPPORTED_ACCESS.union(AccessFlags::ZERO_BASED);
+
+/// A memory window.
+pub(crate) struct Window {
+    /// The protection domain's identity.
+    pd_id: u64,
+    /// The window's index in the key table.
+    index: u32,
+    /// Type 2B (bound to a QP, invalidated by work requests) rather than type 1.
+    type2: bool,
+    /// Its key and binding, under a lock taken with bottom halves disabled.
+    state: Pin<KBox<SpinLock<WindowState>>>,
+}
+
+/// A window's key and binding.
+struct WindowState {
+    /// The current key (only the low byte changes, with each bind).
+    key: u32,
+    /// What the window names; `None` for an unbound type 1 window or a free type 2B one.
+    bound: Option<Binding>,
+}
+
+/// What a bound window names: a range of a user region, with the window's own rights.
+///
+/// # Invariants
+///
+/// `mr` is a [`MrInner::User`] region in which this binding is counted
+/// ([`UserRegion::hold_window`]) until it is dropped.
+struct Binding {
+    mr: Arc<MrInner>,
+    /// Start of the range as the region's addresses name it.
+    addr: u64,
+    /// Length of the range (not 0).
+    length: u64,
+    /// The rights the window grants (and [`AccessFlags::ZERO_BASED`]).
+    access: AccessFlags,
+    /// The QP a type 2B window was bound through (the only one that may use it).
+    qpn: u32,
+}
+
+impl Drop for Binding {
+    fn drop(&mut self) {
+        // Uncounted first: the region may then be deregistered, but the deregistration
+        // waits for an RCU grace period (a section with bottom halves disabled, where the
+        // data path binds and invalidates) before dropping its reference, so the data path
+        // never drops the last one (which unpins, and may sleep).
+        if let MrInner::User(u) = &*self.mr {
+            u.release_window();
+        }
+    }
+}
+
+/// A memory window bind (`IB_WR_BIND_MW`), as the work request gives it.
+pub(crate) struct BindRequest {
+    /// Key of the region to bind to (unused when `length` is 0).
+    pub(crate) mr_lkey: u32,
+    /// The window's current key.
+    pub(crate) mw_rkey: u32,
+    /// The new key (only its low byte is used).
+    pub(crate) rkey: u32,
+    /// Start of the range in the region's addresses.
+    pub(crate) addr: u64,
+    /// Length of the range; 0 unbinds a type 1 window.
+    pub(crate) length: u64,
+    /// `IB_ACCESS_*` rights the window grants.
+    pub(crate) access: u32,
+}
+
+impl Window {
+    /// Returns a new window of protection domain `pd_id` with key `key`, unbound.
+    pub(crate) fn new(pd_id: u64, key: u32, type2: bool) -> Result<Self> {
+        Ok(Self {
+            pd_id,
+            index: key >> 8,
+            type2,
+            state: KBox::pin_init(
+                new_spinlock!(WindowState { key, bound: None }),
+                crate::params::gfp_user(),
+            )?,
+        })
+    }
+
+    /// Takes the state's lock, with bottom halves disabled (the data path takes it in
+    /// softirq).
+    fn lock(&self) -> WindowGuard<'_> {
+        let bh = BhGuard::new();
+        WindowGuard {
+            guard: self.state.lock(),
+            _bh: bh,
+        }
+    }
+
+    /// Binds the window for a QP (number `qpn`) of protection domain `pd_id` to `mr` (the
+    /// table entry at `req.mr_lkey`'s index; `None` for a length of 0), with the checks of
+    /// IBA 10.6.7.2 (rdma_rxe's `rxe_check_bind_mw()`): the window's current key; a type 1
+    /// window not zero based, a type 2B one free and bound to a non-empty range; the QP,
+    /// the window and the region in one PD (C10-72); the region's current key, its
+    /// `MW_BIND` right (C10-73), its local write right for a writable window (C10-74), and
+    /// the whole range inside it (C10-75). `EINVAL` otherwise, and nothing changes.
+    pub(crate) fn bind(
+        &self,
+        pd_id: u64,
+        qpn: u32,
+        req: &BindRequest,
+        mr: Option<Arc<MrInner>>,
+    ) -> Result {
+        let access = AccessFlags::from_raw(req.access);
+        if !access.is_within(SUPPORTED_MW_ACCESS)
+            || (!self.type2 && access.contains(AccessFlags::ZERO_BASED))
+            || self.pd_id != pd_id
+        {
+            return Err(EINVAL);
+        }
+        let mut st = self.lock();
+        if st.key != req.mw_rkey || (self.type2 && (st.bound.is_some() || req.length == 0)) {
+            return Err(EINVAL);
+        }
+        let new = match (mr, req.length) {
+            (_, 0) => None,
+            (Some(mr), length) => {
+                let MrInner::User(u) = &*mr else {
+                    return Err(EINVAL);
+                };
+                let remote_modify = AccessFlags::REMOTE_WRITE.union(AccessFlags::REMOTE_ATOMIC);
+                let end = req.addr.checked_add(length).ok_or(EINVAL)?;
+                let region_end = u.iova.checked_add(u.length).ok_or(EINVAL)?;
+                if u.key != req.mr_lkey
+                    || u.pd_id != pd_id
+                    || !u.access.contains(AccessFlags::MW_BIND)
+                    || (access.bits() & remote_modify.bits() != 0
+                        && !u.access.contains(AccessFlags::LOCAL_WRITE))
+                    || req.addr < u.iova
+                    || end > region_end
+                    || !u.hold_window()
+                {
+                    return Err(EINVAL);
+                }
+                // INVARIANT: a user region, this binding counted in it just above.
+                Some(Binding {
+                    addr: req.addr,
+                    length,
+                    access,
+                    qpn,
+                    mr,
+                })
+            }
+            (None, _) => return Err(EINVAL),
+        };
+        st.key = (st.key & !0xff) | (req.rkey & 0xff);
+        // The binding replaced (a type 1 rebind) is dropped here: its region is still
+        // registered (it counted this binding), so this is not its last reference.
+        st.bound = new;
+        Ok(())
+    }
+
+    /// Invalidates the window for a QP (number `qpn`) of protection domain `pd_id`, by a
+    /// LOCAL_INV or a received SEND with invalidate of `key`: only a bound type 2B window,
+    /// by the QP it is bound through (o10-37.2.26, o10-37.2.43). `EINVAL` otherwise.
+    pub(crate) fn invalidate(&self, pd_id: u64, qpn: u32, key: u32) -> Result {
+        let mut st = self.lock();
+        match &st.bound {
+            Some(b) if self.type2 && self.pd_id == pd_id && st.key == key && b.qpn == qpn => {
+                st.bound = None;
+                Ok(())
+            }
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Resolves `key` for a remote access of `len` bytes at `va` with the right `need` by a
+    /// QP (number `qpn`) of protection domain `pd_id`: the window must be bound under `key`,
+    /// in that PD (a type 2B window: through that QP), grant `need` and hold the whole range
+    /// (addressed from 0 if zero based). Returns the region and the offset of the access in
+    /// it.
+    pub(crate) fn resolve(
+        &self,
+        key: u32,
+        pd_id: u64,
+        qpn: u32,
+        va: u64,
+        len: u32,
+        need: Need,
+    ) -> Option<(Arc<MrInner>, usize)> {
+        let st = self.lock();
+        let b = st.bound.as_ref()?;
+        if st.key != key || (self.type2 && b.qpn != qpn) {
+            return None;
+        }
+        let MrInner::User(u) = &*b.mr else {
+            return None;
+        };
+        let window = Region {
+            iova: if b.access.contains(AccessFlags::ZERO_BASED) {
+                0
+            } else {
+                b.addr
+            },
+            length: b.length,
+            rights: b.access.bits(),
+            pd: self.pd_id,
+        };
+        let off = window.check(pd_id, va, len, need).ok()?;
+        // The range is inside the region (checked at bind): this cannot overflow.
+        let off = b.addr.checked_sub(u.iova)?.checked_add(off)?;
+        Some((b.mr.clone(), usize::try_from(off).ok()?))
+    }
+}
+
+/// The locked state of a window; bottom halves stay disabled while it is held.
+struct WindowGuard<'a> {
+    // Dropped first: the lock is released before bottom halves are enabled again.
+    guard: SpinLockGuard<'a, WindowState>,
+    _bh: BhGuard,
+}
+
+impl core::ops::Deref for WindowGuard<'_> {
+    type Target = WindowState;
+
+    fn deref(&self) -> &WindowState {
+        &self.guard
+    }
+}
+
+impl core::ops::DerefMut for WindowGuard<'_> {
+    fn deref_mut(&mut self) -> &mut WindowState {
+        &mut self.guard
+    }
 }
 
 /// A fast-registration region.
@@ -137,6 +418,7 @@ impl MrInner {
         match self {
             Self::User(u) => u.key >> 8,
             Self::Fast(f) => f.index,
+            Self::Window(w) => w.index,
         }
     }
 
@@ -179,6 +461,8 @@ impl MrInner {
                     st.generation,
                 )
             }
+            // A window names part of a region: `Window::resolve`.
+            Self::Window(_) => return None,
         };
         let off = region.check(pd_id, va, len, need).ok()?;
         Some((usize::try_from(off).ok()?, generation))
@@ -191,6 +475,7 @@ impl MrInner {
             Self::Fast(f) => f.copy(generation, off, out.len(), |dma, addr, r| {
                 dma.read(addr, out.get_mut(r).ok_or(EINVAL)?)
             }),
+            Self::Window(_) => Err(EINVAL),
         }
     }
 
@@ -201,6 +486,7 @@ impl MrInner {
             Self::Fast(f) => f.copy(generation, off, data.len(), |dma, addr, r| {
                 dma.write(addr, data.get(r).ok_or(EINVAL)?)
             }),
+            Self::Window(_) => Err(EINVAL),
         }
     }
 
@@ -241,13 +527,16 @@ impl MrInner {
         Ok(())
     }
 
-    /// Invalidates `key` for a QP of protection domain `pd_id` (`IB_WR_LOCAL_INV`, or a
-    /// received SEND with invalidate): the fast region it names becomes free. `EINVAL` if
-    /// `key` is not a fast region's current key in that PD (user regions cannot be
-    /// invalidated).
-    pub(crate) fn invalidate(&self, pd_id: u64, key: u32) -> Result {
-        let Self::Fast(f) = self else {
-            return Err(EINVAL);
+    /// Invalidates `key` for a QP (number `qpn`) of protection domain `pd_id`
+    /// (`IB_WR_LOCAL_INV`, or a received SEND with invalidate): the fast region it names
+    /// becomes free, or the type 2B window it names unbound ([`Window::invalidate`]).
+    /// `EINVAL` if `key` is not a fast region's current key in that PD (user regions cannot
+    /// be invalidated).
+    pub(crate) fn invalidate(&self, pd_id: u64, qpn: u32, key: u32) -> Result {
+        let f = match self {
+            Self::Fast(f) => f,
+            Self::Window(w) => return w.invalidate(pd_id, qpn, key),
+            Self::User(_) => return Err(EINVAL),
         };
         let mut st = f.lock();
         if f.pd_id != pd_id || st.key != key {
@@ -348,6 +637,7 @@ impl RrxeMr {
                     access: req.access,
                     pd_id: pd.data().id,
                     key: k,
+                    windows: Atomic::new(0),
                 }),
                 crate::params::gfp_user(),
             )?)
@@ -498,10 +788,16 @@ impl RrxeMr {
     }
 
     /// Deregisters (`ibv_dereg_mr`): the key stops resolving before the memory is unpinned.
-    pub(crate) fn dereg(mr: &Mr<Rrxe>, dev_data: &crate::device::RrxeDev) {
+    /// `EBUSY` while memory windows are bound to the region (IBA 10.6.3.4; the core retries
+    /// at cleanup once the windows are deallocated).
+    pub(crate) fn dereg(mr: &Mr<Rrxe>, dev_data: &crate::device::RrxeDev) -> Result {
         if let Some(inner) = &mr.data().inner {
+            if let MrInner::User(u) = &**inner {
+                u.begin_dereg()?;
+            }
             dev_data.free_mr_index(inner.index());
         }
+        Ok(())
     }
 }
 

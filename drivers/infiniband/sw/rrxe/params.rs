@@ -68,6 +68,10 @@ pub(crate) const MIN_QPN: u32 = 16;
 /// Most memory regions per device.
 pub(crate) const MAX_MR: u32 = MAX_MR_INDEX;
 
+/// Most memory windows per device (rdma_rxe's `RXE_MAX_MW`); they share the key table with
+/// the regions.
+pub(crate) const MAX_MW: u32 = 0x1_0000;
+
 /// Memory key indices are 24 bits (the low 8 bits of a key are random); index 0 is unused.
 pub(crate) const MAX_MR_INDEX: u32 = (1 << 24) - 1;
 

@@ -55,6 +55,7 @@ mod device;
 mod engine;
 mod fifo;
 mod mr;
+mod mw;
 mod net;
 mod params;
 mod pd;

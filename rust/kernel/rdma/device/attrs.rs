@@ -152,6 +152,11 @@ pub mod device_cap {
     pub const RC_RNR_NAK_GEN: u64 = bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
     /// The system image GUID is meaningful (`IB_DEVICE_SYS_IMAGE_GUID`).
     pub const SYS_IMAGE_GUID: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+    /// Memory windows (`IB_DEVICE_MEM_WINDOW`; type 1 unless with [`MEM_WINDOW_TYPE_2B`]).
+    pub const MEM_WINDOW: u64 = bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW as u64;
+    /// Type 2B memory windows (`IB_DEVICE_MEM_WINDOW_TYPE_2B`).
+    pub const MEM_WINDOW_TYPE_2B: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
     /// RDMA ATOMIC WRITE (IBA 1.5 annex A19) on RC QPs (`IB_DEVICE_ATOMIC_WRITE`).
     pub const ATOMIC_WRITE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
 }

@@ -20,6 +20,7 @@ use crate::{
         ah::{Ah, AhInit},
         cq::{Cq, CqInit, NotifyFlags},
         mr::{AccessFlags, Mr, MrKeys, MrSg, MrType, UserMrReq},
+        mw::{Mw, MwInit},
         pd::Pd,
         qp::{Qp, QpAttrs, QpCaps, QpInit},
         srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
@@ -56,6 +57,9 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Driver data of each shared receive queue (unused without [`Driver::create_srq`]).
     type Srq: Send + Sync;
+
+    /// Driver data of each memory window (unused without [`Driver::alloc_mw`]).
+    type Mw: Send + Sync;
 
     /// The driver id reported to userspace.
     const DRIVER_ID: DriverId;
@@ -238,6 +242,25 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Prepares the deregistration of a memory region; on success its data is dropped next.
     fn dereg_mr(mr: &Mr<Self>) -> Result;
+
+    /// Allocates a memory window (user contexts only); returns its rkey and its driver
+    /// data. Installs `alloc_mw` and `dealloc_mw` when implemented.
+    ///
+    /// # Context
+    ///
+    /// Process context.
+    fn alloc_mw(_dev: &Device<Self>, _init: &MwInit<'_, Self>) -> Result<(u32, Self::Mw)> {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Deallocates a memory window; on success its data is dropped next.
+    ///
+    /// # Context
+    ///
+    /// Process context.
+    fn dealloc_mw(_mw: &Mw<Self>) -> Result {
+        Err(EOPNOTSUPP)
+    }
 
     /// Prepares a new address handle (kernel or user) and returns the initialiser of its
     /// driver data.

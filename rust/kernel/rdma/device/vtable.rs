@@ -22,6 +22,7 @@ use crate::{
         cq::{self, Cq},
         mmap,
         mr::{self, AccessFlags, UserMrReq},
+        mw::{self, Mw},
         pd::{self, Pd},
         qp::{self, Qp},
         srq::{self, Srq},
@@ -130,6 +131,17 @@ impl<T: Driver> DeviceVTable<T> {
         } else {
             None
         },
+        alloc_mw: if T::HAS_ALLOC_MW {
+            Some(Self::alloc_mw_callback)
+        } else {
+            None
+        },
+        dealloc_mw: if T::HAS_ALLOC_MW {
+            Some(Self::dealloc_mw_callback)
+        } else {
+            None
+        },
+        size_ib_mw: kmalloc_size::<Mw<T>>(),
         size_ib_qp: kmalloc_size::<Qp<T>>(),
         create_ah: Some(Self::create_ah_callback),
         create_user_ah: Some(Self::create_ah_callback),
@@ -378,6 +390,25 @@ impl<T: Driver> DeviceVTable<T> {
     ) -> c_int {
         // SAFETY: Forwarded from the core with the same contract.
         from_result(|| unsafe { ah::create::<T>(ah, init, udata) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// See [`mw::alloc`].
+    unsafe extern "C" fn alloc_mw_callback(
+        mw: *mut bindings::ib_mw,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: Forwarded from the core with the same contract.
+        from_result(|| unsafe { mw::alloc::<T>(mw, udata) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// See [`mw::dealloc`].
+    unsafe extern "C" fn dealloc_mw_callback(mw: *mut bindings::ib_mw) -> c_int {
+        // SAFETY: Forwarded from the core with the same contract.
+        from_result(|| unsafe { mw::dealloc::<T>(mw) }.map(|()| 0))
     }
 
     /// # Safety

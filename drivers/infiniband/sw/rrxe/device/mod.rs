@@ -66,6 +66,8 @@ pub(crate) struct RrxeDev {
     qps_by_num: XArray<Arc<QpShared>>,
     /// Memory regions in use.
     pub(crate) mrs_used: Arc<Counter>,
+    /// Memory windows in use.
+    pub(crate) mws_used: Arc<Counter>,
     /// Serialises key allocation and release.
     #[pin]
     mr_lock: Mutex<()>,
@@ -301,6 +303,7 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             next_qpn: Atomic::new(0),
             qps_by_num <- XArray::new(AllocKind::Alloc),
             mrs_used: Counter::new(params::MAX_MR)?,
+            mws_used: Counter::new(params::MAX_MW)?,
             mr_lock <- new_mutex!(()),
             next_mr: Atomic::new(0),
             next_pd: Atomic::new(1),

@@ -10,6 +10,7 @@ use super::{check_port, Rrxe, RrxeDev, RrxeUContext, RXE_UVERBS_ABI_VERSION};
 use crate::ah::{RrxeAh, MAX_AH};
 use crate::cq::RrxeCq;
 use crate::mr::RrxeMr;
+use crate::mw::RrxeMw;
 use crate::net::HW_STATS;
 use crate::params;
 use crate::pd::RrxePd;
@@ -25,6 +26,7 @@ use kernel::rdma::{
         StatDesc, UContext, UData, MGMT_MAD_SIZE,
     },
     mr::{AccessFlags, Mr, MrKeys, MrSg, MrType, UserMrReq},
+    mw::{Mw, MwInit},
     pd::Pd,
     qp::{Qp, QpAttrs, QpCaps, QpInit},
     srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
@@ -40,6 +42,7 @@ impl Driver for Rrxe {
     type Qp = RrxeQp;
     type Mr = RrxeMr;
     type Srq = RrxeSrq;
+    type Mw = RrxeMw;
     type Ah = RrxeAh;
 
     const DRIVER_ID: DriverId = DriverId::RXE;
@@ -55,7 +58,7 @@ impl Driver for Rrxe {
         if udata.is_some_and(|u| u.in_len() != 0 || u.out_len() != 0) {
             return Err(EINVAL);
         }
-        // Only what is implemented is advertised: no memory windows yet, no SRQ resizing.
+        // Only what is implemented is advertised: no SRQ resizing.
         Ok(DeviceAttrs {
             sys_image_guid: dev.data().guid,
             // Fast registration, local and remote invalidation: what kernel storage
@@ -64,7 +67,9 @@ impl Driver for Rrxe {
             device_cap_flags: device_cap::MEM_MGT_EXTENSIONS
                 | device_cap::RC_RNR_NAK_GEN
                 | device_cap::SYS_IMAGE_GUID
-                | device_cap::ATOMIC_WRITE,
+                | device_cap::ATOMIC_WRITE
+                | device_cap::MEM_WINDOW
+                | device_cap::MEM_WINDOW_TYPE_2B,
             max_fast_reg_page_list_len: crate::mr::MAX_FAST_REG_PAGES,
             // No signature offload (`IB_MR_TYPE_INTEGRITY`).
             max_pi_fast_reg_page_list_len: 0,
@@ -84,6 +89,7 @@ impl Driver for Rrxe {
             // No device-wide pool of responder resources: each QP has its own.
             max_res_rd_atom: params::MAX_QP_RD_ATOM.saturating_mul(params::MAX_QP),
             max_mr: params::MAX_MR,
+            max_mw: params::MAX_MW,
             max_mr_size: u64::MAX,
             page_size_cap: 0xffff_f000,
             max_pd: params::MAX_PD,
@@ -305,7 +311,15 @@ impl Driver for Rrxe {
     fn dereg_mr(mr: &Mr<Self>) -> Result {
         // The region's device is the one of its PD; the core passes only the region, whose
         // data knows its key.
-        RrxeMr::dereg(mr, mr.device().data());
+        RrxeMr::dereg(mr, mr.device().data())
+    }
+
+    fn alloc_mw(_dev: &Device<Self>, init: &MwInit<'_, Self>) -> Result<(u32, RrxeMw)> {
+        RrxeMw::alloc(init)
+    }
+
+    fn dealloc_mw(mw: &Mw<Self>) -> Result {
+        RrxeMw::dealloc(mw);
         Ok(())
     }
 }

@@ -11,14 +11,18 @@
 //! consumer's QP has one, and its range is checked on each copy.
 //!
 //! Fast registration and invalidation (`IB_WR_REG_MR`, `IB_WR_LOCAL_INV`, a received SEND
-//! with invalidate) change which key resolves to a kernel consumer's fast region; they go
-//! through the same key table ([`QpShared::fast_register`], [`QpShared::invalidate`]).
+//! with invalidate) change which key resolves to a kernel consumer's fast region; memory
+//! window binds and invalidations (`IB_WR_BIND_MW`, `IB_WR_LOCAL_INV`, SEND with
+//! invalidate) which range of a user region a window's key names. They go through the same
+//! key table ([`QpShared::fast_register`], [`QpShared::bind_mw`],
+//! [`QpShared::invalidate`]); a remote key naming a window resolves to the range of the
+//! region it is bound to ([`Window::resolve`](crate::mr::Window::resolve)).
 //!
 //! Scatter lists are split into per-SGE pieces by the wire core's [`SgeList::walk`]; each
 //! piece is resolved on its own.
 
 use super::QpShared;
-use crate::mr::{MrInner, Need};
+use crate::mr::{BindRequest, MrInner, Need};
 use crate::proto::uabi::{SgeList, SgeWalkError};
 use kernel::prelude::*;
 use kernel::rdma::wr::KernelDma;
@@ -94,6 +98,20 @@ impl QpShared {
             return Ok(Mem::Kernel { dma, addr: va });
         }
         let mr = self.dev.mr(key).ok_or(EINVAL)?;
+        if let MrInner::Window(w) = &*mr {
+            // Windows grant remote access only (an lkey never names one).
+            if is_local(need) {
+                return Err(EINVAL);
+            }
+            let (mr, off) = w
+                .resolve(key, self.pd_id, self.qpn, va, len, need)
+                .ok_or(EINVAL)?;
+            return Ok(Mem::Region {
+                mr,
+                off,
+                generation: 0,
+            });
+        }
         let (off, generation) = mr.check(key, self.pd_id, va, len, need).ok_or(EINVAL)?;
         Ok(Mem::Region {
             mr,
@@ -112,12 +130,26 @@ impl QpShared {
     }
 
     /// Invalidates `rkey` for this QP (`IB_WR_LOCAL_INV`, or a received SEND with
-    /// invalidate).
+    /// invalidate): a fast region or a type 2B memory window.
     pub(super) fn invalidate(&self, rkey: u32) -> Result {
         self.dev
             .mr(rkey)
             .ok_or(EINVAL)?
-            .invalidate(self.pd_id, rkey)
+            .invalidate(self.pd_id, self.qpn, rkey)
+    }
+
+    /// Carries out a memory window bind (`IB_WR_BIND_MW`) for this QP ([`Window::bind`]).
+    pub(super) fn bind_mw(&self, req: &BindRequest) -> Result {
+        let mw = self.dev.mr(req.mw_rkey).ok_or(EINVAL)?;
+        let MrInner::Window(w) = &*mw else {
+            return Err(EINVAL);
+        };
+        let mr = if req.length == 0 {
+            None
+        } else {
+            Some(self.dev.mr(req.mr_lkey).ok_or(EINVAL)?)
+        };
+        w.bind(self.pd_id, self.qpn, req, mr)
     }
 
     /// Checks every piece of the first `len` bytes of a local scatter list for `need`.

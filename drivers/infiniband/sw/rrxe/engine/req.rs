@@ -25,7 +25,7 @@
 //! [`Transport::Uc`]: crate::proto::rc::Transport::Uc
 
 use super::{replies::TX_WAIT_US, xmit::PKEY, Engine, Events, QpShared, SQ_SLOTS};
-use crate::mr::Need;
+use crate::mr::{BindRequest, Need};
 use crate::net::PortCounter;
 use crate::proto::{
     aeth::{NakCode, Syndrome},
@@ -251,13 +251,21 @@ impl QpShared {
         })
     }
 
-    /// Carries out the local operation whose copy is shadow slot `id`: a fast registration
-    /// or a local invalidation.
+    /// Carries out the local operation whose copy is shadow slot `id`: a fast registration,
+    /// a local invalidation or a memory window bind.
     fn run_local(&self, e: &Engine, id: u32, op: WrOp) -> Result {
         let wqe = e.shadow.wqe(id).ok_or(EINVAL)?;
         match (op, *wqe.op()) {
             (WrOp::RegMr, SendOp::RegMr { key, access }) => self.fast_register(key, access),
             (WrOp::LocalInv, SendOp::LocalInv { rkey }) => self.invalidate(rkey),
+            (WrOp::BindMw, SendOp::BindMw(f)) => self.bind_mw(&BindRequest {
+                mr_lkey: f.mr_lkey,
+                mw_rkey: f.mw_rkey,
+                rkey: f.rkey,
+                addr: f.addr,
+                length: f.length,
+                access: f.access,
+            }),
             _ => Err(EINVAL),
         }
     }

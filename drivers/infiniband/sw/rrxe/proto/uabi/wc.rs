@@ -22,6 +22,8 @@ pub enum WcStatus {
     LocProtErr = 4,
     /// `IB_WC_WR_FLUSH_ERR`.
     WrFlushErr = 5,
+    /// `IB_WC_MW_BIND_ERR`.
+    MwBindErr = 6,
     /// `IB_WC_REM_INV_REQ_ERR`.
     RemInvReqErr = 9,
     /// `IB_WC_REM_ACCESS_ERR`.

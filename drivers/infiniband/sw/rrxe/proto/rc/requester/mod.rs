@@ -454,8 +454,8 @@ impl<const N: usize> Sender<N> {
 
     /// Reports the outcome of the local operation [`Sender::next_local`] returned: on
     /// success the cursor moves past it; on failure it stops there, and once every earlier
-    /// WQE has completed the operation completes with [`super::WcStatus::LocQpOpErr`] and the
-    /// send side enters the error state. Ignored unless `id` is that operation.
+    /// WQE has completed the operation completes with its error status
+    /// ([`WrOp::local_error`]) and the send side enters the error state. Ignored unless `id` is that operation.
     pub fn local_done(&mut self, id: u32, ok: bool) {
         let i = self.index(self.tx_slot);
         if self.tx_slot >= self.len || self.tx_pkt != 0 {
@@ -499,7 +499,7 @@ impl<const N: usize> Sender<N> {
                     Some(true) => {}
                     Some(false) => {
                         if !self.dead {
-                            self.fail(super::WcStatus::LocQpOpErr);
+                            self.fail(slot.wqe.op.local_error());
                         }
                         return;
                     }

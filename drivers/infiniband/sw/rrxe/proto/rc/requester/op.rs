@@ -8,7 +8,7 @@
 
 use super::super::super::opcode::{Opcode, QpType};
 use super::super::super::uabi::WrOpcode;
-use super::super::PathMtu;
+use super::super::{PathMtu, WcStatus};
 
 /// The operation of a send work request (`enum ib_wr_opcode`, RC subset; UC takes SEND and
 /// RDMA WRITE, with or without immediate, only).
@@ -41,11 +41,14 @@ pub enum WrOp {
     LocalInv,
     /// `IB_WR_REG_MR` (kernel consumers' fast registration): a local operation.
     RegMr,
+    /// `IB_WR_BIND_MW` (a memory window bind, type 1 through `ibv_bind_mw` or type 2B): a
+    /// local operation.
+    BindMw,
 }
 
 impl WrOp {
     /// Returns the operation a send WQE's opcode asks for, if the sender carries it out
-    /// (memory window binds and FLUSH are not).
+    /// (FLUSH is not).
     pub const fn from_wr_opcode(op: WrOpcode) -> Option<Self> {
         Some(match op {
             WrOpcode::Send => Self::Send,
@@ -59,6 +62,7 @@ impl WrOp {
             WrOpcode::AtomicWrite => Self::AtomicWrite,
             WrOpcode::LocalInv => Self::LocalInv,
             WrOpcode::RegMr => Self::RegMr,
+            WrOpcode::BindMw => Self::BindMw,
             _ => return None,
         })
     }
@@ -82,7 +86,16 @@ impl WrOp {
     ///
     /// [`Sender::next_local`]: super::Sender::next_local
     pub const fn is_local(self) -> bool {
-        matches!(self, Self::LocalInv | Self::RegMr)
+        matches!(self, Self::LocalInv | Self::RegMr | Self::BindMw)
+    }
+
+    /// Returns the status a local operation that failed completes with: a bind that the
+    /// rules refuse is `IB_WC_MW_BIND_ERR`, anything else `IB_WC_LOC_QP_OP_ERR`.
+    pub const fn local_error(self) -> WcStatus {
+        match self {
+            Self::BindMw => WcStatus::MwBindErr,
+            _ => WcStatus::LocQpOpErr,
+        }
     }
 
     /// Returns `true` if the request packets carry the WQE's data as payload.
@@ -93,7 +106,7 @@ impl WrOp {
     /// Returns how many PSNs a WQE of `len` bytes uses at path MTU `mtu`.
     pub fn psn_count(self, len: u32, mtu: PathMtu) -> u32 {
         match self {
-            Self::LocalInv | Self::RegMr => 0,
+            Self::LocalInv | Self::RegMr | Self::BindMw => 0,
             Self::CompareSwap | Self::FetchAdd | Self::AtomicWrite => 1,
             _ => mtu.packets(len),
         }
@@ -105,7 +118,7 @@ impl WrOp {
     pub const fn opcode(self, first: bool, last: bool) -> Option<Opcode> {
         use Opcode as O;
         Some(match (self, first, last) {
-            (Self::LocalInv | Self::RegMr, _, _) => return None,
+            (Self::LocalInv | Self::RegMr | Self::BindMw, _, _) => return None,
             (Self::Read, _, _) => O::RC_RDMA_READ_REQUEST,
             (Self::CompareSwap, _, _) => O::RC_COMPARE_SWAP,
             (Self::FetchAdd, _, _) => O::RC_FETCH_ADD,
