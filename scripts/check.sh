@@ -121,6 +121,9 @@ else
 	echo "$PASSED passed, $FAILED failed"; exit 1
 fi
 "$REPO/scripts/initramfs.sh" >"$OUTDIR/initramfs.log" 2>&1 || { cat "$OUTDIR/initramfs.log"; fail initramfs; }
+if want pyverbs; then
+	"$REPO/scripts/pyverbs-cpio.sh" >>"$OUTDIR/initramfs.log" 2>&1 || { cat "$OUTDIR/initramfs.log"; fail pyverbs_archive; }
+fi
 
 # --- 4. guests ---------------------------------------------------------------------------
 KPAT='WARNING:|BUG:|Oops|general protection|KASAN|refcount_t|suspected memory leak|Call Trace|soft lockup|hung_task|rcu_sched detected stall|RCU stall'
@@ -271,14 +274,29 @@ for v in rxe-target rxe-host loss delete srq; do
 done
 
 # Memory protection and layout, against libibverbs: wrong rkeys, ranges past a region,
-# missing access rights, zero lengths, scatter/gather lists (rc_access, 16 cases); rrxe on
-# both sides, then with the C rdma_rxe as client and as server.
+# missing access rights, zero lengths, scatter/gather lists, ATOMIC WRITE (rc_access, 18
+# cases); rrxe on both sides, then with the C rdma_rxe as client and as server.
 guest_test access-rrxe 300 --file "$REPO/scripts/tests/access.sh" \
 	"$REPO/scripts/tests/access-rrxe.sh" "$REPO/scripts/tests/access-rrxe.sh"
 guest_test access-mixed 300 --file "$REPO/scripts/tests/access.sh" \
 	"$REPO/scripts/tests/access-mixed.sh" "$REPO/scripts/tests/access-mixed.sh"
 guest_test access-mixed2 300 --file "$REPO/scripts/tests/access.sh" \
 	"$REPO/scripts/tests/access-mixed2.sh" "$REPO/scripts/tests/access-mixed2.sh"
+
+# rdma-core's own conformance suite, pyverbs v44: rdma_rxe in guest a, rrxe in guest b, on the
+# same kernel. rrxe must pass every test that passes on rdma_rxe, and fail or error in none.
+guest_test pyverbs 900 --cpio "$BUILD/pyverbs.cpio" "$REPO/scripts/tests/pyverbs.sh" "$REPO/scripts/tests/pyverbs.sh"
+if want pyverbs && [ -f "$OUTDIR/pyverbs/a.console" ] && [ -f "$OUTDIR/pyverbs/b.console" ]; then
+	"$REPO/scripts/pyverbs-compare.py" "$OUTDIR/pyverbs/a.console" "$OUTDIR/pyverbs/b.console" >"$OUTDIR/pyverbs/compare.txt"
+	grep '^#' "$OUTDIR/pyverbs/compare.txt" | head -3
+	while read -r kind weight text; do
+		case "$kind" in
+		pass) pass "$text" "$weight" ;;
+		skip) skip "$text" "$weight" ;;
+		fail) fail "$text" "$weight" ;;
+		esac
+	done < <(grep -v '^#' "$OUTDIR/pyverbs/compare.txt")
+fi
 
 # Real traffic of the C rdma_rxe between two guests: every captured RoCEv2 packet must parse,
 # pass its ICRC and rebuild to the same bytes (rrxe-decode), and every opcode the tools

@@ -16,6 +16,8 @@
 #   --mem MB         guest memory (default 1024)
 #   --append ARGS    extra kernel command line arguments
 #   --file FILE      add FILE to /usr/local/bin of every guest (repeatable)
+#   --cpio FILE      append the cpio archive FILE to every guest's initramfs (repeatable;
+#                    e.g. build/pyverbs.cpio from scripts/pyverbs-cpio.sh)
 #   --quiet          do not echo the consoles to stdout
 # Environment: RRXE_KERNEL (default build/bzImage), EXTRA_FILES (see initramfs.sh),
 #   RRXE_TSC_KHZ (guest TSC frequency, default: the host's; 0: none, time from jiffies),
@@ -32,7 +34,7 @@ set -euo pipefail
 
 WIRE=${RRXE_WIRE:-udp}
 case "$WIRE" in udp | tcp) ;; *) rrxe_die "RRXE_WIRE is udp or tcp, not '$WIRE'" ;; esac
-TIMEOUT=300 PCAP= MEM=1024 APPEND= INTERACTIVE= QUIET= OUT= FILES=()
+TIMEOUT=300 PCAP= MEM=1024 APPEND= INTERACTIVE= QUIET= OUT= FILES=() CPIOS=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--timeout) TIMEOUT=$2; shift 2 ;;
@@ -40,6 +42,7 @@ while [ $# -gt 0 ]; do
 	--mem) MEM=$2; shift 2 ;;
 	--append) APPEND=$2; shift 2 ;;
 	--file) FILES+=("$(realpath "$2")"); shift 2 ;;
+	--cpio) CPIOS+=("$(realpath "$2")"); shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--interactive) INTERACTIVE=1; shift ;;
 	--quiet) QUIET=1; shift ;;
@@ -69,7 +72,7 @@ mk_initrd() {
 	mkdir -p "$stage/usr/local/bin"
 	[ -z "${2:-}" ] || install -m 755 "$2" "$stage/run.sh"
 	for f in "${FILES[@]}"; do install -m 755 "$f" "$stage/usr/local/bin/"; done
-	cp "$BUILD/initramfs.cpio" "$OUT/$1.initrd"
+	cat "$BUILD/initramfs.cpio" "${CPIOS[@]}" >"$OUT/$1.initrd"
 	(cd "$stage" && find . | cpio -o -H newc --owner=0:0 --quiet) >>"$OUT/$1.initrd"
 	rm -rf "$stage"
 }

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Compares two runs of rdma-core's pyverbs suite (the PYVERBS lines of
+scripts/guest/pyverbs-run.py in two guest consoles): REF on rdma_rxe, DUT on rrxe.
+
+usage: pyverbs-compare.py REF_CONSOLE DUT_CONSOLE
+
+Prints, for scripts/check.sh, lines "<pass|fail|skip> <weight> <text>":
+  - fail 1 for every test that fails or errors on rrxe, or that passes on rdma_rxe and not
+    on rrxe (skipped or missing);
+  - fail 1 for a run that did not finish (no PYVERBS-DONE line);
+  - pass N for the N tests rrxe passes;
+  - skip N for the N tests that skip on both drivers,
+and, as "#" lines, both drivers' counts and every skip reason with its count.
+"""
+import collections
+import re
+import sys
+
+OK = ('pass', 'xfail')
+
+
+def load(path):
+    results, done = {}, False
+    with open(path, errors='replace') as f:
+        for line in f:
+            line = line.rstrip('\n')
+            if line.startswith('PYVERBS-DONE'):
+                done = True
+            m = re.match(r'^PYVERBS (\w+) (\S+) ?(.*)$', line)
+            if m:
+                results[m.group(2)] = (m.group(1), m.group(3))
+    return results, done
+
+
+def counts(results):
+    c = collections.Counter(kind for kind, _ in results.values())
+    return (f"{c['pass'] + c['xfail']} pass, {c['skip']} skip, "
+            f"{c['fail'] + c['error'] + c['upass']} fail/error")
+
+
+def main():
+    ref, ref_done = load(sys.argv[1])
+    dut, dut_done = load(sys.argv[2])
+    out = []
+    print(f'# rdma_rxe: {len(ref)} tests: {counts(ref)}')
+    print(f'# rrxe:     {len(dut)} tests: {counts(dut)}')
+    if not ref_done:
+        out.append(('fail', 1, f'pyverbs: the run on rdma_rxe did not finish ({len(ref)} results)'))
+    if not dut_done:
+        out.append(('fail', 1, f'pyverbs: the run on rrxe did not finish ({len(dut)} results)'))
+    both_skip = collections.Counter()
+    for test in sorted(set(ref) | set(dut)):
+        rk, rwhy = ref.get(test, ('missing', ''))
+        dk, dwhy = dut.get(test, ('missing', ''))
+        if dk in ('fail', 'error', 'upass'):
+            note = ', passes on rdma_rxe' if rk in OK else f', {rk} on rdma_rxe'
+            out.append(('fail', 1, f'pyverbs: {test} {dk} on rrxe{note}: {dwhy}'))
+        elif rk in OK and dk not in OK:
+            out.append(('fail', 1, f'pyverbs: {test} passes on rdma_rxe, {dk} on rrxe: {dwhy}'))
+        elif dk == 'skip' and rk == 'skip':
+            both_skip[rwhy] += 1
+        elif dk in OK and rk not in OK:
+            print(f'# {test}: passes on rrxe, {rk} on rdma_rxe: {rwhy}')
+    npass = sum(1 for kind, _ in dut.values() if kind in OK)
+    if npass:
+        out.append(('pass', npass, f'pyverbs: rrxe passes {npass} tests '
+                    f'(rdma_rxe: {counts(ref)}; rrxe: {counts(dut)})'))
+    nskip = sum(both_skip.values())
+    if nskip:
+        out.append(('skip', nskip, f'pyverbs: {nskip} tests skip on both drivers '
+                    '(hardware or provider features, reasons in pyverbs/compare.txt)'))
+    for why, n in both_skip.most_common():
+        print(f'# skip on both ({n}): {why}')
+    for kind, weight, text in out:
+        print(f'{kind} {weight} {text}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
