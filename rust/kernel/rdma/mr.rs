@@ -44,6 +44,10 @@ impl AccessFlags {
     pub const REMOTE_ATOMIC: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC);
     /// Memory window binding.
     pub const MW_BIND: Self = Self(bindings::ib_access_flags_IB_ACCESS_MW_BIND);
+    /// Remote FLUSH for global visibility (`IB_ACCESS_FLUSH_GLOBAL`).
+    pub const FLUSH_GLOBAL: Self = Self(bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL);
+    /// Remote FLUSH for persistence (`IB_ACCESS_FLUSH_PERSISTENT`).
+    pub const FLUSH_PERSISTENT: Self = Self(bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT);
     /// Zero-based addressing (`IB_ZERO_BASED`): the region or window is addressed from 0.
     pub const ZERO_BASED: Self = Self(bindings::ib_access_flags_IB_ZERO_BASED);
     /// `IB_ACCESS_OPTIONAL`: hints (relaxed ordering and the range reserved for more) that a

@@ -3,8 +3,8 @@
 //! Atomic execution: [`AtomicOp::apply`] as the engine's `execute_atomic` uses it (read the
 //! 8 bytes at the target, write back the result, return the original), and the path from an
 //! atomic request packet through the [`Responder`] to the atomic ACKnowledge carrying the
-//! original value; ATOMIC WRITE from its request packet to the empty READ response ONLY
-//! that answers it.
+//! original value; ATOMIC WRITE and FLUSH from their request packets to the empty READ
+//! response ONLY that answers them.
 
 mod common;
 
@@ -12,7 +12,7 @@ use common::build_vec;
 use proptest::prelude::*;
 use rrxe_proto::aeth::{Credits, NakCode, RnrTimer, Syndrome};
 use rrxe_proto::bth::Qpn;
-use rrxe_proto::ext::{AtomicEthFields, RethFields};
+use rrxe_proto::ext::{AtomicEthFields, FethFields, RethFields};
 use rrxe_proto::opcode::{Opcode, QpType};
 use rrxe_proto::packet::{self, PacketSpec};
 use rrxe_proto::psn::{Msn, Psn};
@@ -40,6 +40,7 @@ fn reference(op: AtomicOp, orig: u64) -> u64 {
         AtomicOp::CompareSwap { .. } => orig,
         AtomicOp::FetchAdd { add } => ((u128::from(orig) + u128::from(add)) % (1u128 << 64)) as u64,
         AtomicOp::Write { value } => value,
+        AtomicOp::Flush { .. } => orig,
     }
 }
 
@@ -93,6 +94,7 @@ fn responder(psn: u32) -> Responder {
         remote_read: false,
         remote_atomic: true,
         max_dest_rd_atomic: 4,
+        flush_types: 0,
     })
 }
 
@@ -175,7 +177,7 @@ fn round_trip(
             psn,
             msn: rsp.msn(),
             orig,
-            write: false,
+            empty: false,
         }
     );
     check_ack(&reply);
@@ -333,6 +335,7 @@ fn write_responder(psn: u32, remote_write: bool) -> Responder {
         remote_read: false,
         remote_atomic: false,
         max_dest_rd_atomic: 4,
+        flush_types: 0,
     })
 }
 
@@ -389,7 +392,7 @@ fn atomic_write_stores_its_payload_and_is_answered_by_an_empty_read_response() {
             psn: Psn::new(0xff_ffff),
             msn: Msn::new(1),
             orig: 0,
-            write: true,
+            empty: true,
         }
     );
     // On the wire: RDMA READ response ONLY, its PSN, an ACK AETH, no payload (rdma_rxe's
@@ -443,4 +446,100 @@ fn atomic_write_needs_remote_write_eight_bytes_and_alignment() {
         Opcode::RC_ATOMIC_WRITE.info().unwrap().payload(),
         rrxe_proto::opcode::Payload::Exactly(8)
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// FLUSH (IBA 1.5 annex A19)
+
+fn flush_responder(psn: u32, flush_types: u8) -> Responder {
+    Responder::new(ResponderConfig {
+        rq_psn: Psn::new(psn),
+        mtu: PathMtu::MTU_1024,
+        min_rnr_timer: RnrTimer::new(1).unwrap(),
+        remote_write: true,
+        remote_read: true,
+        remote_atomic: true,
+        flush_types,
+        max_dest_rd_atomic: 4,
+    })
+}
+
+/// A FLUSH request as it arrives: FETH (`types`, `level`) and RETH, built, parsed and reduced
+/// to a [`Request`].
+fn flush_request(psn: Psn, types: u8, level: u8, va: u64, len: u32) -> Request {
+    let mut spec = PacketSpec {
+        feth: Some(FethFields::new(types, level)),
+        reth: Some(RethFields {
+            va,
+            rkey: RKEY,
+            dma_len: len,
+        }),
+        ..PacketSpec::default()
+    };
+    spec.bth.opcode = Opcode::RC_FLUSH;
+    spec.bth.dest_qp = Qpn::new(DEST_QP);
+    spec.bth.pkey = PKEY;
+    spec.bth.psn = psn;
+    spec.bth.ack_req = true;
+    let bytes = build_vec(&spec);
+    Request::from_packet(&packet::parse_for(&bytes, QpType::Rc).unwrap())
+}
+
+#[test]
+fn flush_is_checked_then_answered_by_an_empty_read_response() {
+    for (level, whole_region) in [(0, false), (1, true)] {
+        let mut rsp = flush_responder(7, 1);
+        let req = flush_request(Psn::new(7), 1, level, VA + 3, 1000);
+        assert_eq!(req.flush, Some((1, level)));
+        let out = rsp.on_request(&req, None);
+        assert_eq!(
+            out.atomic,
+            Some(AtomicExec {
+                va: VA + 3,
+                rkey: RKEY,
+                op: AtomicOp::Flush {
+                    types: 1,
+                    len: 1000,
+                    whole_region
+                }
+            }),
+            "no alignment rule for a FLUSH"
+        );
+        let reply = rsp.atomic_done(0);
+        assert!(reply.empty && reply.orig == 0 && reply.psn == Psn::new(7));
+        let bytes = build_vec(&reply.spec(Qpn::new(DEST_QP), PKEY));
+        let pkt = packet::parse_for(&bytes, QpType::Rc).unwrap();
+        assert_eq!(pkt.opcode(), Opcode::RC_RDMA_READ_RESPONSE_ONLY);
+        assert!(pkt.payload.is_empty());
+        // A duplicate is answered again, not carried out again.
+        let dup = rsp.on_request(&req, None);
+        assert_eq!(dup.atomic, None);
+        assert_eq!(dup.atomic_reply, Some(reply));
+    }
+}
+
+#[test]
+fn flush_needs_each_placement_type_granted_and_a_known_level() {
+    let nak = |granted: u8, types: u8, level: u8| {
+        let mut rsp = flush_responder(0, granted);
+        let out = rsp.on_request(&flush_request(Psn::new(0), types, level, VA, 64), None);
+        assert_eq!(
+            out.atomic, None,
+            "granted {granted} types {types} level {level}"
+        );
+        assert_eq!(
+            out.reply.expect("NAK").syndrome,
+            Syndrome::Nak(NakCode::InvalidRequest)
+        );
+        assert!(out.fatal);
+    };
+    nak(0, 1, 0); // no flush right on the QP
+    nak(1, 2, 0); // persistence asked, global granted
+    nak(1, 3, 0); // both asked, one granted
+    nak(3, 0, 0); // no placement type at all
+    nak(3, 1, 2); // unknown selectivity level
+    nak(3, 1, 3);
+    let mut rsp = flush_responder(0, 3);
+    let out = rsp.on_request(&flush_request(Psn::new(0), 3, 0, VA, 64), None);
+    assert!(out.atomic.is_some());
 }

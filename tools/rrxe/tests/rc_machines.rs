@@ -399,6 +399,40 @@ fn atomic_write_is_one_reth_packet_acknowledged_by_an_empty_read_response() {
 }
 
 #[test]
+fn flush_is_one_packet_without_payload_acknowledged_by_an_empty_read_response() {
+    let mut s = sender(10, 7, 7);
+    assert_eq!(WrOp::Flush.opcode(true, true), Some(Opcode::RC_FLUSH));
+    assert_eq!(WrOp::Flush.uc_opcode(true, true), None);
+    assert!(!WrOp::Flush.has_payload() && WrOp::Flush.uses_responder_resource());
+    s.post(wqe(0, WrOp::Flush, 5000)).unwrap();
+    let tx = drain_tx(&mut s);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].opcode, Opcode::RC_FLUSH);
+    assert_eq!((tx[0].len, tx[0].reth_len), (0, 5000));
+    let hdrs = rrxe_proto::rc::WqeHeaders {
+        remote_va: 0x1000,
+        rkey: 0x42,
+        flush_type: 1,
+        flush_level: 1,
+        ..Default::default()
+    };
+    let spec = tx[0].spec(rrxe_proto::bth::Qpn::new(5), 0xffff, &hdrs, &[]);
+    let feth = spec.feth.expect("FETH");
+    assert_eq!(feth, rrxe_proto::ext::FethFields::new(1, 1));
+    assert_eq!(
+        spec.reth.map(|r| (r.va, r.rkey, r.dma_len)),
+        Some((0x1000, 0x42, 5000))
+    );
+    drain_poll(&mut s);
+    s.on_response(&Response {
+        opcode: Opcode::RC_RDMA_READ_RESPONSE_ONLY,
+        ..ack(10)
+    });
+    assert_eq!(completions(&drain_poll(&mut s)), [(0, WcStatus::Success)]);
+    assert!(s.is_idle());
+}
+
+#[test]
 fn atomic_write_counts_against_the_initiator_depth() {
     let mut s = Sender::<8>::new(SenderConfig::new(Psn::new(0), MTU, 7, 7).with_max_rd_atomic(1));
     s.post(wqe(0, WrOp::AtomicWrite, 8)).unwrap();
@@ -620,6 +654,7 @@ fn responder(psn: u32) -> Responder {
         remote_read: true,
         remote_atomic: true,
         max_dest_rd_atomic: 4,
+        flush_types: 0,
     })
 }
 
@@ -859,6 +894,7 @@ fn rdma_write_placement() {
         remote_read: true,
         remote_atomic: true,
         max_dest_rd_atomic: 4,
+        flush_types: 0,
     });
     let mut only = req(Opcode::RC_RDMA_WRITE_ONLY, 0, 4, false);
     only.reth = Some((0, 1, 4));

@@ -212,6 +212,7 @@ fn run(cfg: &SimCfg) -> SimResult {
         remote_read: true,
         remote_atomic: true,
         max_dest_rd_atomic: 4,
+        flush_types: 0,
     });
     let mut res = SimResult {
         remote_mem: vec![0; 1 << 20],

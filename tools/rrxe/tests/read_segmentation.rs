@@ -302,6 +302,7 @@ fn responder(mtu: PathMtu, psn: u32) -> Responder {
         remote_read: true,
         remote_atomic: false,
         max_dest_rd_atomic: 4,
+        flush_types: 0,
     })
 }
 
@@ -398,6 +399,7 @@ fn every_outstanding_read_is_remembered_for_its_duplicate() {
         remote_read: true,
         remote_atomic: false,
         max_dest_rd_atomic: N as u32,
+        flush_types: 0,
     });
     let mut psn = Psn::new(100);
     let mut reads = Vec::new();

@@ -436,6 +436,7 @@ fn uc_sender_feeds_the_uc_responder() {
         remote_read: false,
         remote_atomic: false,
         max_dest_rd_atomic: 1,
+        flush_types: 0,
     });
     s.post(wqe(0, WrOp::SendWithImm, 700)).unwrap();
     s.post(wqe(1, WrOp::WriteWithImm, 300)).unwrap();

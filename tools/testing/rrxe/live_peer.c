@@ -27,6 +27,10 @@
  *   j  UD SEND ONLY (0x64) to the RC QP              -> dropped (or NAK invalid request);
  *                                                      then a WRITE at the same PSN -> ACK
  *                                                      (or nothing if the QP was ended)
+ *   k  FLUSH (global visibility, range) of 4 KiB     -> empty READ RESPONSE ONLY with its
+ *                                                      PSN (as rdma_rxe answers it);
+ *      the same FLUSH again (duplicate)              -> the same answer again;
+ *      FLUSH for persistence (not granted)           -> NAK invalid request (oA19-10)
  *   h  READ of the whole 64 KiB region at MTU 1024   -> 64 responses FIRST, MIDDLE x 62,
  *      (last, so that it reads what a-j left)         LAST with consecutive PSNs (crossing
  *                                                      0xffffff -> 0) and the bytes
@@ -91,6 +95,7 @@ static const char *op_name(uint8_t op)
 	case OP_RC_ATOMIC_ACK: return "RC_ATOMIC_ACKNOWLEDGE";
 	case OP_RC_CMP_SWAP: return "RC_COMPARE_SWAP";
 	case OP_RC_FETCH_ADD: return "RC_FETCH_ADD";
+	case OP_RC_FLUSH: return "RC_FLUSH";
 	case OP_UD_SEND_ONLY: return "UD_SEND_ONLY";
 	default: return "?";
 	}
@@ -583,6 +588,40 @@ static void phase_atomic(void)
 		   psn_add(p, 1), psn_add(p, 1), &r);
 }
 
+/* Sends a FLUSH of placement type @type, selectivity level @level (FETH), over LEN_FLUSH
+ * bytes at OFF_FLUSH (RETH). */
+static void send_flush(int qp, uint32_t psn, uint8_t type, uint8_t level, const char *what)
+{
+	uint8_t body[4 + ROCE_RETH_LEN] = { 0, 0, 0, (uint8_t)(type | level << 4) };
+	char line[160];
+
+	roce_reth(body + 4, G.va + OFF_FLUSH, G.rkey, LEN_FLUSH);
+	snprintf(line, sizeof(line), "type %u level %u va +0x%x len %u; %s", type, level,
+		 OFF_FLUSH, LEN_FLUSH, what);
+	send_pkt(qp, OP_RC_FLUSH, psn, body, sizeof(body), line);
+}
+
+static void phase_flush(void)
+{
+	const int q = QP_FLUSH;
+	uint32_t p = G.tpsn[q];
+	struct reply r;
+
+	printf("== k: FLUSH (global, range) -> empty READ RESPONSE ONLY with its PSN\n");
+	send_flush(q, p, 1, 0, "global visibility, granted");
+	if (expect_ack("flush_global_acked", q, OP_RC_READ_RESP_ONLY, -1, p, p, &r))
+		checkf("flush_ack_empty", r.payload_len == 0, "%zu payload bytes", r.payload_len);
+	else
+		checkf("flush_ack_empty", 0, "no answer");
+	printf("== k: the same FLUSH again -> answered again\n");
+	send_flush(q, p, 1, 0, "duplicate");
+	expect_ack("flush_duplicate_reanswered", q, OP_RC_READ_RESP_ONLY, -1, p, p, &r);
+	printf("== k: FLUSH for persistence, not granted -> NAK invalid request, QP in ERR\n");
+	send_flush(q, psn_add(p, 1), 2, 0, "persistence, not granted");
+	expect_ack("flush_persistent_nak_inv_req", q, OP_RC_ACK, AETH_NAK_INV_REQ, psn_add(p, 1),
+		   psn_add(p, 1), &r);
+}
+
 /* Returns "dropped", "nak" or "other": what the RC QP did with a UD opcode. */
 static const char *phase_wrong_transport(void)
 {
@@ -714,6 +753,7 @@ int main(int argc, char **argv)
 	phase_past_mr();
 	phase_huge_read();
 	phase_atomic();
+	phase_flush();
 	wt = phase_wrong_transport();
 	live_expected(expected, !strcmp(wt, "dropped") || !strcmp(wt, "other"));
 	phase_read_64k(expected);

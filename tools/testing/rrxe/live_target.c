@@ -146,7 +146,8 @@ static struct ibv_qp *create_qp(struct ibv_cq *cq)
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0,
 		.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE,
+				   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE |
+				   LIVE_ACCESS_FLUSH_GLOBAL,
 	};
 	struct ibv_qp *qp = ibv_create_qp(G.pd, &ia);
 
@@ -237,7 +238,8 @@ static int setup_local(void)
 	memset(G.rbuf, 0, RBUF_LEN);
 	G.mr = ibv_reg_mr(G.pd, G.buf, LIVE_MR_LEN,
 			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-			  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+			  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
+			  LIVE_ACCESS_FLUSH_GLOBAL);
 	G.rmr = ibv_reg_mr(G.pd, G.rbuf, RBUF_LEN, IBV_ACCESS_LOCAL_WRITE);
 	if (!G.mr || !G.rmr) {
 		perror("ibv_reg_mr");
@@ -361,6 +363,7 @@ static void check_states(int j_nak)
 		"a valid READ only",
 		"NAK invalid request (class C) ends the QP",
 		"the UD opcode was dropped; a valid WRITE followed",
+		"NAK invalid request (class C) ends the QP",
 	};
 
 	for (int i = 0; i < LIVE_NQP; i++) {

@@ -33,17 +33,19 @@ enum live_qp {
 	QP_READ_64K,		/* h: READ of the whole region, 64 responses, PSNs wrapping */
 	QP_ATOMIC,		/* i: aligned FETCH_ADD, then a misaligned one */
 	QP_WRONG_TRANSPORT,	/* j: a UD opcode to the RC QP, then a WRITE */
+	QP_FLUSH,		/* k: FLUSH global visibility, its duplicate, FLUSH persistence */
 	LIVE_NQP
 };
 
 static const char *const live_qp_name[LIVE_NQP] = {
 	"seq", "bad_rkey", "past_mr", "huge_read", "read_64k", "atomic", "wrong_transport",
+	"flush",
 };
 
 /* The PSN each target QP expects first (its rq_psn): QP_SEQ and QP_READ_64K cross the 24-bit
  * wrap (0xffffff -> 0) during their phases. */
 static const uint32_t live_rq_psn[LIVE_NQP] = {
-	0xfffffe, 0x123456, 0x234567, 0x345678, 0xffffe0, 0x456789, 0x56789a,
+	0xfffffe, 0x123456, 0x234567, 0x345678, 0xffffe0, 0x456789, 0x56789a, 0x6789ab,
 };
 
 #define LIVE_PEER_QPN	0x0a0000u
@@ -65,7 +67,12 @@ static const uint32_t live_rq_psn[LIVE_NQP] = {
 #define OFF_MISALIGNED	0x5004u	/* i: misaligned FETCH_ADD (must not happen) */
 #define OFF_WRITE_J	0x6000u	/* j: 64 bytes, tag TAG_J */
 #define LEN_WRITE_J	64u
+#define OFF_FLUSH	0x8000u	/* k: FLUSH of 4096 bytes (changes nothing) */
+#define LEN_FLUSH	4096u
 #define LIVE_ADD	0x0102030405060708ull
+
+/* IB_ACCESS_FLUSH_GLOBAL (IBA 1.5 annex A19): rdma-core v44's verbs.h has no name for it. */
+#define LIVE_ACCESS_FLUSH_GLOBAL	0x100
 
 #define TAG_A	0xa1
 #define TAG_C	0xc1	/* the duplicate of a carries other bytes: it must not be executed */

@@ -42,6 +42,7 @@
 #define OP_RC_ATOMIC_ACK	0x12
 #define OP_RC_CMP_SWAP		0x13
 #define OP_RC_FETCH_ADD		0x14
+#define OP_RC_FLUSH		0x1c
 #define OP_UD_SEND_ONLY		0x64
 
 /* AETH syndrome (IBA 9.7.5.2.2): bits 6..5 the kind, bits 4..0 credits, timer or code. */

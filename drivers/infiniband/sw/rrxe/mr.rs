@@ -52,6 +52,9 @@ const SUPPORTED_ACCESS: AccessFlags = AccessFlags::LOCAL_WRITE
     .union(AccessFlags::REMOTE_READ)
     .union(AccessFlags::REMOTE_ATOMIC)
     .union(AccessFlags::MW_BIND)
+    // Remote FLUSH for global visibility (IB_DEVICE_FLUSH_GLOBAL). Not for persistence: the
+    // pages would have to be persistent memory, which rrxe does not check for.
+    .union(AccessFlags::FLUSH_GLOBAL)
     // Hints a device may ignore (perftest asks for relaxed ordering).
     .union(AccessFlags::OPTIONAL);
 
@@ -419,6 +422,28 @@ impl MrInner {
             Self::User(u) => u.key >> 8,
             Self::Fast(f) => f.index,
             Self::Window(w) => w.index,
+        }
+    }
+
+    /// Returns the start and length of what `key` names now (a region, or a bound window's
+    /// range as it is addressed), if it is the current key.
+    pub(crate) fn span(&self, key: u32) -> Option<(u64, u64)> {
+        match self {
+            Self::User(u) => (u.key == key).then_some((u.iova, u.length)),
+            Self::Fast(f) => {
+                let st = f.lock();
+                (st.valid && st.key == key).then_some((st.active.iova, st.active.length))
+            }
+            Self::Window(w) => {
+                let st = w.lock();
+                let b = st.bound.as_ref().filter(|_| st.key == key)?;
+                let start = if b.access.contains(AccessFlags::ZERO_BASED) {
+                    0
+                } else {
+                    b.addr
+                };
+                Some((start, b.length))
+            }
         }
     }
 

@@ -95,6 +95,7 @@ mod tests {
                     remote_read: true,
                     remote_atomic: true,
                     max_dest_rd_atomic: 4,
+                    flush_types: 0,
                 }),
                 sent,
                 placed: buf(4096),

@@ -63,11 +63,13 @@ impl Driver for Rrxe {
             sys_image_guid: dev.data().guid,
             // Fast registration, local and remote invalidation: what kernel storage
             // protocols (nvme-rdma, iSER, NFS/RDMA, SMB Direct, RDS, o2iblnd) require.
-            // ATOMIC WRITE as rdma_rxe carries it (RC, user QPs: no kernel verb posts one).
+            // ATOMIC WRITE and FLUSH as rdma_rxe carries them (RC, user QPs: no kernel verb
+            // posts one); FLUSH for global visibility only (no persistent memory check).
             device_cap_flags: device_cap::MEM_MGT_EXTENSIONS
                 | device_cap::RC_RNR_NAK_GEN
                 | device_cap::SYS_IMAGE_GUID
                 | device_cap::ATOMIC_WRITE
+                | device_cap::FLUSH_GLOBAL
                 | device_cap::MEM_WINDOW
                 | device_cap::MEM_WINDOW_TYPE_2B,
             max_fast_reg_page_list_len: crate::mr::MAX_FAST_REG_PAGES,

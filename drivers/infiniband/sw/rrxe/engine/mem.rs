@@ -120,6 +120,17 @@ impl QpShared {
         })
     }
 
+    /// Checks the flush right of `key` over `len` bytes at `va`, or over the whole region
+    /// (or window) it names (`IB_FLUSH_MR`, whose RETH range means nothing).
+    pub(super) fn check_flush(&self, key: u32, va: u64, len: u32, whole: bool) -> Result {
+        if !whole {
+            return self.resolve(key, va, len, Need::RemoteFlush).map(|_| ());
+        }
+        let mr = self.dev.mr(key).ok_or(EINVAL)?;
+        let (start, _) = mr.span(key).ok_or(EINVAL)?;
+        self.resolve(key, start, 0, Need::RemoteFlush).map(|_| ())
+    }
+
     /// Carries out a fast registration (`IB_WR_REG_MR`) for this QP.
     pub(super) fn fast_register(&self, key: u32, access: u32) -> Result {
         self.dev.mr(key).ok_or(EINVAL)?.fast_register(

@@ -316,6 +316,17 @@ impl QpShared {
                 rkey: remote.rkey,
                 ..WqeHeaders::default()
             },
+            SendOp::Flush {
+                remote,
+                placement_type,
+                level,
+            } => WqeHeaders {
+                remote_va: remote.addr,
+                rkey: remote.rkey,
+                flush_type: placement_type,
+                flush_level: level,
+                ..WqeHeaders::default()
+            },
             _ => return Err(EINVAL),
         };
         let spec = p.spec(e.dest_qpn, PKEY, &hdrs, &[]);

@@ -24,6 +24,7 @@ use crate::proto::{
     rc::{responder::LocalError, AtomicExec, AtomicOp, Placement, Request, RespOutcome},
 };
 use kernel::prelude::*;
+use kernel::sync::barrier;
 
 impl QpShared {
     /// Takes a request (SEND, WRITE, READ, atomic) for the responder.
@@ -138,8 +139,20 @@ impl QpShared {
     }
 
     /// Carries out an atomic from the wire on the 8 bytes its rkey names; returns the
-    /// original value. An ATOMIC WRITE needs remote write access and reads nothing.
+    /// original value. An ATOMIC WRITE needs remote write access and reads nothing; a FLUSH
+    /// needs the flush right over its range (or its whole region) and changes nothing.
     fn execute_atomic(&self, a: &AtomicExec) -> Result<u64> {
+        if let AtomicOp::Flush {
+            len, whole_region, ..
+        } = a.op
+        {
+            // Only the global visibility type is ever granted (no region can be registered
+            // for persistence): what this CPU wrote into the region is made visible before
+            // the acknowledgement goes out, as rdma_rxe's wmb().
+            self.check_flush(a.rkey, a.va, len, whole_region)?;
+            barrier::mb(barrier::Write);
+            return Ok(0);
+        }
         if let AtomicOp::Write { value } = a.op {
             let mem = self.resolve(a.rkey, a.va, 8, Need::RemoteWrite)?;
             let _guard = self.dev.atomic_lock.lock();

@@ -65,6 +65,8 @@ pub(super) fn responder_config(a: &QpAttrs) -> ResponderConfig {
         remote_write: a.qp_access_flags.contains(AccessFlags::REMOTE_WRITE),
         remote_read: a.qp_access_flags.contains(AccessFlags::REMOTE_READ),
         remote_atomic: a.qp_access_flags.contains(AccessFlags::REMOTE_ATOMIC),
+        flush_types: u8::from(a.qp_access_flags.contains(AccessFlags::FLUSH_GLOBAL))
+            | u8::from(a.qp_access_flags.contains(AccessFlags::FLUSH_PERSISTENT)) << 1,
         max_dest_rd_atomic: u32::from(a.max_dest_rd_atomic),
     }
 }

@@ -79,7 +79,6 @@ header! {
     }
 }
 
-#[cfg(rrxe_host)]
 impl Feth<'_> {
     /// Returns the placement type (bits 3-0): 1 = global visibility, 2 = persistence.
     pub fn placement_type(&self) -> u8 {
@@ -92,7 +91,6 @@ impl Feth<'_> {
     }
 }
 
-#[cfg(rrxe_host)]
 impl FethFields {
     /// Creates a FETH from its placement type (4 bits) and selectivity level (2 bits).
     pub fn new(placement_type: u8, selectivity_level: u8) -> Self {

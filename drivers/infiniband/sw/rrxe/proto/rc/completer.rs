@@ -45,9 +45,9 @@
 //! tells the caller where a response's data goes before [`Sender::on_response`] takes it;
 //! if placing fails, [`Sender::on_local_error`] fails the WQE instead. An ACK or NAK can
 //! never complete a READ or atomic: one whose PSN lies beyond an incomplete READ or atomic
-//! means its responses were lost, and transmission restarts from it. An ATOMIC WRITE is
-//! acknowledged like an RDMA WRITE, by an ACK or by the empty READ response ONLY with its
-//! PSN that the responder answers it with (rdma_rxe).
+//! means its responses were lost, and transmission restarts from it. An ATOMIC WRITE or a
+//! FLUSH is acknowledged like an RDMA WRITE, by an ACK or by the empty READ response ONLY
+//! with its PSN that the responder answers it with (rdma_rxe).
 //!
 //! The MSN of the AETH is not used: completion is by PSN, as in rxe.
 //!
@@ -253,7 +253,7 @@ impl<const N: usize> Sender<N> {
             return;
         };
         if matches!(info.op, Op::ReadResponse | Op::AtomicAck) {
-            if !self.is_atomic_write_ack(r) {
+            if !self.is_empty_read_response_ack(r) {
                 self.on_data_response(r);
                 return;
             }
@@ -409,14 +409,15 @@ impl<const N: usize> Sender<N> {
         }
     }
 
-    /// Returns `true` if `r` is the answer to an ATOMIC WRITE: an empty READ response ONLY
-    /// with its PSN, which acknowledges it (and what precedes it) as an ACK would.
-    fn is_atomic_write_ack(&self, r: &Response) -> bool {
+    /// Returns `true` if `r` is the answer to an ATOMIC WRITE or FLUSH: an empty READ
+    /// response ONLY with its PSN, which acknowledges it (and what precedes it) as an ACK
+    /// would.
+    fn is_empty_read_response_ack(&self, r: &Response) -> bool {
         r.opcode.info().is_some_and(|i| {
             i.op == Op::ReadResponse && i.position == Position::Only && r.payload_len == 0
         }) && self
             .slot_of(r.psn)
-            .is_some_and(|s| s.wqe.op == WrOp::AtomicWrite)
+            .is_some_and(|s| s.wqe.op.acked_by_empty_read_response())
     }
 
     /// Returns the slot whose PSN range holds `psn`, among those not yet acknowledged.

@@ -229,7 +229,6 @@ pub const FLUSH_GLOBAL: u8 = 1;
 /// `IB_FLUSH_PERSISTENT`.
 pub const FLUSH_PERSISTENT: u8 = 2;
 /// `IB_FLUSH_RANGE`.
-#[cfg(rrxe_host)]
 pub const FLUSH_RANGE: u8 = 0;
 /// `IB_FLUSH_MR`.
 pub const FLUSH_MR: u8 = 1;

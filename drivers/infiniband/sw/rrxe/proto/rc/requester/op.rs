@@ -36,6 +36,10 @@ pub enum WrOp {
     /// initiator depth like a READ (rdma_rxe, whose responder answers it from a responder
     /// resource with an empty READ response ONLY, which acknowledges it like an ACK).
     AtomicWrite,
+    /// `IB_WR_FLUSH` (IBA 1.5 annex A19): makes earlier writes to a remote range (or
+    /// region) globally visible or persistent, RC only; carried and acknowledged like
+    /// ATOMIC WRITE, without payload.
+    Flush,
     /// `IB_WR_LOCAL_INV`: a local operation (no packet, no PSN), carried out when the
     /// sender reaches it in send queue order.
     LocalInv,
@@ -47,8 +51,8 @@ pub enum WrOp {
 }
 
 impl WrOp {
-    /// Returns the operation a send WQE's opcode asks for, if the sender carries it out
-    /// (FLUSH is not).
+    /// Returns the operation a send WQE's opcode asks for (every opcode of the user ABI is
+    /// one the sender carries out).
     pub const fn from_wr_opcode(op: WrOpcode) -> Option<Self> {
         Some(match op {
             WrOpcode::Send => Self::Send,
@@ -60,10 +64,10 @@ impl WrOp {
             WrOpcode::AtomicCmpAndSwp => Self::CompareSwap,
             WrOpcode::AtomicFetchAndAdd => Self::FetchAdd,
             WrOpcode::AtomicWrite => Self::AtomicWrite,
+            WrOpcode::Flush => Self::Flush,
             WrOpcode::LocalInv => Self::LocalInv,
             WrOpcode::RegMr => Self::RegMr,
             WrOpcode::BindMw => Self::BindMw,
-            _ => return None,
         })
     }
 
@@ -74,10 +78,16 @@ impl WrOp {
     }
 
     /// Returns `true` for the operations that take a responder resource at the peer, and
-    /// so count against the initiator depth (`max_rd_atomic`): READ, the atomics and ATOMIC
-    /// WRITE.
+    /// so count against the initiator depth (`max_rd_atomic`): READ, the atomics, ATOMIC
+    /// WRITE and FLUSH.
     pub const fn uses_responder_resource(self) -> bool {
-        self.is_read_or_atomic() || matches!(self, Self::AtomicWrite)
+        self.is_read_or_atomic() || self.acked_by_empty_read_response()
+    }
+
+    /// Returns `true` for ATOMIC WRITE and FLUSH, which the responder answers with an empty
+    /// RDMA READ response ONLY carrying their PSN (as rdma_rxe), an acknowledgement.
+    pub const fn acked_by_empty_read_response(self) -> bool {
+        matches!(self, Self::AtomicWrite | Self::Flush)
     }
 
     /// Returns `true` for the local operations, which send no packet and take no PSN: the
@@ -100,20 +110,21 @@ impl WrOp {
 
     /// Returns `true` if the request packets carry the WQE's data as payload.
     pub const fn has_payload(self) -> bool {
-        !self.is_read_or_atomic() && !self.is_local()
+        !self.is_read_or_atomic() && !self.is_local() && !matches!(self, Self::Flush)
     }
 
     /// Returns how many PSNs a WQE of `len` bytes uses at path MTU `mtu`.
     pub fn psn_count(self, len: u32, mtu: PathMtu) -> u32 {
         match self {
             Self::LocalInv | Self::RegMr | Self::BindMw => 0,
-            Self::CompareSwap | Self::FetchAdd | Self::AtomicWrite => 1,
+            Self::CompareSwap | Self::FetchAdd | Self::AtomicWrite | Self::Flush => 1,
             _ => mtu.packets(len),
         }
     }
 
     /// Returns the RC opcode of a request packet of this operation at the given position
-    /// (rxe `next_opcode_rc()`); READ, the atomics and ATOMIC WRITE are always single-packet; `None` for the
+    /// (rxe `next_opcode_rc()`); READ, the atomics, ATOMIC WRITE and FLUSH are always
+    /// single-packet; `None` for the
     /// local operations, which have no packets.
     pub const fn opcode(self, first: bool, last: bool) -> Option<Opcode> {
         use Opcode as O;
@@ -123,6 +134,7 @@ impl WrOp {
             (Self::CompareSwap, _, _) => O::RC_COMPARE_SWAP,
             (Self::FetchAdd, _, _) => O::RC_FETCH_ADD,
             (Self::AtomicWrite, _, _) => O::RC_ATOMIC_WRITE,
+            (Self::Flush, _, _) => O::RC_FLUSH,
             (Self::Send | Self::SendWithImm | Self::SendWithInv, true, false) => O::RC_SEND_FIRST,
             (Self::Send | Self::SendWithImm | Self::SendWithInv, false, false) => O::RC_SEND_MIDDLE,
             (Self::Send, true, true) => O::RC_SEND_ONLY,

@@ -7,7 +7,9 @@
 //! [`Sender`]: super::Sender
 
 use super::super::super::bth::{BthFields, Qpn};
-use super::super::super::ext::{AtomicEthFields, ExtHdr, IethFields, ImmDtFields, RethFields};
+use super::super::super::ext::{
+    AtomicEthFields, ExtHdr, FethFields, IethFields, ImmDtFields, RethFields,
+};
 use super::super::super::opcode::Opcode;
 use super::super::super::packet::PacketSpec;
 use super::super::super::psn::Psn;
@@ -47,6 +49,10 @@ pub struct WqeHeaders {
     pub swap_add: u64,
     /// Compare operand (compare & swap).
     pub compare: u64,
+    /// FLUSH placement type (`IB_FLUSH_GLOBAL`, `IB_FLUSH_PERSISTENT`).
+    pub flush_type: u8,
+    /// FLUSH selectivity level (`IB_FLUSH_RANGE`, `IB_FLUSH_MR`).
+    pub flush_level: u8,
 }
 
 /// One request packet to transmit, returned by [`Sender::next_packet`](super::Sender::next_packet).
@@ -112,6 +118,7 @@ impl TxPacket {
             ieth: has(ExtHdr::Ieth).then_some(IethFields {
                 rkey: hdrs.imm_or_inv,
             }),
+            feth: has(ExtHdr::Feth).then(|| FethFields::new(hdrs.flush_type, hdrs.flush_level)),
             payload,
             ..PacketSpec::default()
         }

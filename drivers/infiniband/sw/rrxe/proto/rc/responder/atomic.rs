@@ -7,8 +7,11 @@
 //!
 //! ATOMIC WRITE (IBA 1.5 annex A19, RC only) writes its 8-byte payload at the RETH address
 //! as one store, with RDMA WRITE's access rights (the QP's and the region's remote write),
-//! 8-byte aligned (o19-28); it takes a responder resource like an atomic and is answered,
-//! as rdma_rxe answers it, by an empty RDMA READ response ONLY carrying its PSN.
+//! 8-byte aligned (o19-28). FLUSH (annex A19 too) makes the earlier writes to the RETH range,
+//! or to the whole region (selectivity level `IB_FLUSH_MR`), globally visible (placement
+//! type `IB_FLUSH_GLOBAL`) or persistent (`IB_FLUSH_PERSISTENT`), with the region's flush
+//! right for each type. Both take a responder resource like an atomic and are answered, as
+//! rdma_rxe answers them, by an empty RDMA READ response ONLY carrying their PSN.
 
 use super::super::super::aeth::NakCode;
 use super::super::super::bth::{BthFields, Qpn};
@@ -16,6 +19,7 @@ use super::super::super::ext::{AethFields, AtomicAckEthFields};
 use super::super::super::opcode::{Op, Opcode};
 use super::super::super::packet::PacketSpec;
 use super::super::super::psn::{Msn, Psn};
+use super::super::super::uabi::{FLUSH_MR, FLUSH_RANGE};
 use super::super::WcStatus;
 use super::ack::ack;
 use super::resources::Resource;
@@ -42,6 +46,16 @@ pub enum AtomicOp {
         /// The operand, as a native-endian word of the payload bytes.
         value: u64,
     },
+    /// FLUSH of `len` bytes at the target, or of the whole region the rkey names: changes
+    /// nothing (needs the region's flush right for `types`).
+    Flush {
+        /// Placement types (bit 0 global visibility, bit 1 persistence).
+        types: u8,
+        /// Bytes (the RETH length; ignored for the whole region).
+        len: u32,
+        /// Selectivity level `IB_FLUSH_MR`: the whole region, whatever the RETH range.
+        whole_region: bool,
+    },
 }
 
 impl AtomicOp {
@@ -57,6 +71,7 @@ impl AtomicOp {
             }
             Self::FetchAdd { add } => orig.wrapping_add(add),
             Self::Write { value } => value,
+            Self::Flush { .. } => orig,
         }
     }
 }
@@ -80,19 +95,19 @@ pub struct AtomicReply {
     pub psn: Psn,
     /// MSN.
     pub msn: Msn,
-    /// The target's value before the operation (0 for an ATOMIC WRITE).
+    /// The target's value before the operation (0 for an ATOMIC WRITE or FLUSH).
     pub orig: u64,
-    /// The request was an ATOMIC WRITE: answered by an empty READ response ONLY.
-    pub write: bool,
+    /// The request was an ATOMIC WRITE or FLUSH: answered by an empty READ response ONLY.
+    pub empty: bool,
 }
 
 impl AtomicReply {
-    /// Returns the header set of the atomic acknowledge packet (for an ATOMIC WRITE, the
-    /// READ response ONLY without AtomicAckETH).
+    /// Returns the header set of the atomic acknowledge packet (for an ATOMIC WRITE or
+    /// FLUSH, the READ response ONLY without AtomicAckETH).
     pub fn spec(&self, dest_qp: Qpn, pkey: u16) -> PacketSpec<'static> {
         PacketSpec {
             bth: BthFields {
-                opcode: if self.write {
+                opcode: if self.empty {
                     Opcode::RC_RDMA_READ_RESPONSE_ONLY
                 } else {
                     Opcode::RC_ATOMIC_ACKNOWLEDGE
@@ -106,7 +121,7 @@ impl AtomicReply {
                 syndrome: ack().encode(),
                 msn: self.msn,
             }),
-            atomic_ack_eth: (!self.write).then_some(AtomicAckEthFields { orig: self.orig }),
+            atomic_ack_eth: (!self.empty).then_some(AtomicAckEthFields { orig: self.orig }),
             ..PacketSpec::default()
         }
     }
@@ -121,15 +136,15 @@ impl<const N: usize> Responder<N> {
             psn,
             msn: self.msn,
             orig,
-            write: false,
+            empty: false,
         };
         if let Some(r) = self
             .res
             .iter_mut()
             .find(|r| r.is_atomic() && r.first_psn == psn)
         {
-            reply.write = r.kind == Resource::ATOMIC_WRITE;
-            if reply.write {
+            reply.empty = r.kind != Resource::ATOMIC;
+            if reply.empty {
                 reply.orig = 0;
             }
             r.orig = Some(reply.orig);
@@ -154,26 +169,41 @@ impl<const N: usize> Responder<N> {
             (Op::AtomicWrite, _, Some((va, rkey, 8)), Some(value)) if req.payload_len == 8 => {
                 (va, rkey, AtomicOp::Write { value })
             }
+            (Op::Flush, _, Some((va, rkey, len)), _) => match req.flush {
+                Some((types, level @ (FLUSH_RANGE | FLUSH_MR))) => (
+                    va,
+                    rkey,
+                    AtomicOp::Flush {
+                        types,
+                        len,
+                        whole_region: level == FLUSH_MR,
+                    },
+                ),
+                _ => return self.fail(req.psn, NakCode::InvalidRequest, WcStatus::RemInvReqErr),
+            },
             _ => return self.fail(req.psn, NakCode::InvalidRequest, WcStatus::RemInvReqErr),
         };
         // C9-120 (o9-37, o19-28): a misaligned target is an invalid request.
-        if va & 7 != 0 {
+        if va & 7 != 0 && !matches!(op, AtomicOp::Flush { .. }) {
             return self.fail(req.psn, NakCode::InvalidRequest, WcStatus::RemInvReqErr);
         }
         self.prev_msn = self.msn;
         self.last_psn = req.psn;
         self.msn = self.msn.next();
         self.remember(Resource {
-            kind: if matches!(op, AtomicOp::Write { .. }) {
-                Resource::ATOMIC_WRITE
-            } else {
-                Resource::ATOMIC
+            kind: match op {
+                AtomicOp::Write { .. } => Resource::ATOMIC_WRITE,
+                AtomicOp::Flush { .. } => Resource::FLUSH,
+                _ => Resource::ATOMIC,
             },
             first_psn: req.psn,
             npsn: 1,
             va,
             rkey,
-            len: 8,
+            len: match op {
+                AtomicOp::Flush { len, .. } => len,
+                _ => 8,
+            },
             msn: self.msn,
             orig: None,
         });
@@ -196,14 +226,17 @@ impl<const N: usize> Responder<N> {
                 first_psn,
                 ..
             }) if first_psn == req.psn
-                && matches!(kind, Resource::ATOMIC | Resource::ATOMIC_WRITE) =>
+                && matches!(
+                    kind,
+                    Resource::ATOMIC | Resource::ATOMIC_WRITE | Resource::FLUSH
+                ) =>
             {
                 RespOutcome {
                     atomic_reply: Some(AtomicReply {
                         psn: req.psn,
                         msn,
                         orig,
-                        write: kind == Resource::ATOMIC_WRITE,
+                        empty: kind != Resource::ATOMIC,
                     }),
                     ..drop
                 }

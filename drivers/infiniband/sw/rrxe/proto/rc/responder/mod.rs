@@ -19,12 +19,13 @@
 //! 2. Opcode sequence: a MIDDLE or LAST without a FIRST, or a new message inside an
 //!    unfinished one, is NAK invalid request (class C: the QP enters ERR).
 //! 3. Opcode validity: RDMA WRITE and ATOMIC WRITE only with remote write access, RDMA READ
-//!    with remote read access, atomics with remote atomic access; FLUSH is not supported
-//!    yet and is NAK invalid request, as is an atomic or ATOMIC WRITE at a misaligned
-//!    address (C9-120, o19-28) or an ATOMIC WRITE of other than 8 bytes.
+//!    with remote read access, atomics with remote atomic access, FLUSH with the flush
+//!    access of each placement type it asks for; otherwise NAK invalid request, as is an
+//!    atomic or ATOMIC WRITE at a misaligned address (C9-120, o19-28), an ATOMIC WRITE of
+//!    other than 8 bytes, or a FLUSH of an unknown type or selectivity level.
 //! 4. Resources: the first packet of a SEND, and a WRITE with immediate, need a receive
 //!    WQE; without one the answer is an RNR NAK with the QP's `min_rnr_timer` and the packet
-//!    is dropped (class B, the QP stays up). A READ, atomic or ATOMIC WRITE takes a
+//!    is dropped (class B, the QP stays up). A READ, atomic, ATOMIC WRITE or FLUSH takes a
 //!    responder resource, overwriting the oldest.
 //! 5. Length: FIRST and MIDDLE packets carry exactly one MTU, LAST 1..=MTU, ONLY 0..=MTU
 //!    (C9-92 and 9.7.2); a RETH length is at most 2^31 (C9-94); a WRITE's packets must add
@@ -80,6 +81,10 @@ pub struct ResponderConfig {
     pub remote_read: bool,
     /// `IB_ACCESS_REMOTE_ATOMIC` in the QP access flags.
     pub remote_atomic: bool,
+    /// FLUSH placement types the QP grants: bit 0 (`IB_FLUSH_GLOBAL`) with
+    /// `IB_ACCESS_FLUSH_GLOBAL`, bit 1 (`IB_FLUSH_PERSISTENT`) with
+    /// `IB_ACCESS_FLUSH_PERSISTENT` in its access flags.
+    pub flush_types: u8,
     /// READ and atomic requests remembered for duplicates (`IB_QP_MAX_DEST_RD_ATOMIC`, the
     /// responder resources; at most the responder's table, 0 is taken as 1).
     pub max_dest_rd_atomic: u32,
@@ -272,6 +277,10 @@ impl<const N: usize> Responder<N> {
             Op::Write | Op::AtomicWrite => self.cfg.remote_write,
             Op::ReadRequest => self.cfg.remote_read,
             Op::CompareSwap | Op::FetchAdd => self.cfg.remote_atomic,
+            // oA19-10: each placement type asked for must be granted.
+            Op::Flush => req
+                .flush
+                .is_some_and(|(t, _)| t != 0 && t & !self.cfg.flush_types == 0),
             _ => false,
         };
         let len_ok = match info.position {
@@ -284,7 +293,9 @@ impl<const N: usize> Responder<N> {
         }
         match info.op {
             Op::ReadRequest => self.on_read(req),
-            Op::CompareSwap | Op::FetchAdd | Op::AtomicWrite => self.on_atomic(req, info.op),
+            Op::CompareSwap | Op::FetchAdd | Op::AtomicWrite | Op::Flush => {
+                self.on_atomic(req, info.op)
+            }
             _ => self.on_send_write(req, info, recv_len),
         }
     }
@@ -299,7 +310,7 @@ impl<const N: usize> Responder<N> {
             },
             // READs and atomics are replayed from the responder resources.
             Op::ReadRequest => self.replay_read(req),
-            Op::CompareSwap | Op::FetchAdd | Op::AtomicWrite => self.replay_atomic(req),
+            Op::CompareSwap | Op::FetchAdd | Op::AtomicWrite | Op::Flush => self.replay_atomic(req),
             _ => RespOutcome::default(),
         }
     }

@@ -32,6 +32,8 @@ pub struct Request {
     /// The operand of an ATOMIC WRITE: its 8-byte payload, as a native-endian word (the
     /// bytes are stored at the target as they arrived, as rdma_rxe does).
     pub atomic_write: Option<u64>,
+    /// The FETH of a FLUSH: placement type and selectivity level.
+    pub flush: Option<(u8, u8)>,
 }
 
 /// The AtomicETH of an atomic request.
@@ -68,6 +70,9 @@ impl Request {
             atomic_write: (pkt.opcode().info().map(|i| i.op) == Some(Op::AtomicWrite))
                 .then(|| chunk::<8>(pkt.payload, 0).copied().map(u64::from_ne_bytes))
                 .flatten(),
+            flush: pkt
+                .feth
+                .map(|f| (f.placement_type(), f.selectivity_level())),
         }
     }
 }

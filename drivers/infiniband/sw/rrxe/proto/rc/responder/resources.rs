@@ -16,8 +16,8 @@ pub const MAX_RESOURCES: usize = 16;
 /// A remembered READ or atomic request (a responder resource).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Resource {
-    /// [`Resource::FREE`], [`Resource::READ`], [`Resource::ATOMIC`] or
-    /// [`Resource::ATOMIC_WRITE`].
+    /// [`Resource::FREE`], [`Resource::READ`], [`Resource::ATOMIC`],
+    /// [`Resource::ATOMIC_WRITE`] or [`Resource::FLUSH`].
     pub(super) kind: u8,
     pub(super) first_psn: Psn,
     pub(super) npsn: u32,
@@ -38,10 +38,12 @@ impl Resource {
     pub(super) const ATOMIC: u8 = 2;
     /// An ATOMIC WRITE request (its `orig` is `Some(0)` once carried out).
     pub(super) const ATOMIC_WRITE: u8 = 3;
+    /// A FLUSH request (its `orig` is `Some(0)` once carried out).
+    pub(super) const FLUSH: u8 = 4;
 
-    /// Returns `true` for an atomic or ATOMIC WRITE, answered from its saved outcome.
+    /// Returns `true` for an atomic, ATOMIC WRITE or FLUSH, answered from its saved outcome.
     pub(super) fn is_atomic(&self) -> bool {
-        matches!(self.kind, Self::ATOMIC | Self::ATOMIC_WRITE)
+        matches!(self.kind, Self::ATOMIC | Self::ATOMIC_WRITE | Self::FLUSH)
     }
 
     fn contains(&self, psn: Psn) -> bool {
