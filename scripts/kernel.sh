@@ -100,11 +100,16 @@ if [ "$FORCE_FULL" = --full ] || [ ! -f "$KOUT/arch/x86/boot/bzImage" ] || [ "$(
 	echo "$sum" >"$stamp"
 else
 	rrxe_log "module-only build (drivers/infiniband/sw/rrxe)"
-	make -s "${MK[@]}" -j"$JOBS" drivers/infiniband/sw/rrxe/rdma_rrxe.ko
-	dst=$(find "$MODSTAGE/lib/modules" -name rdma_rrxe.ko | head -1)
-	[ -n "$dst" ] || rrxe_die "no installed rdma_rrxe.ko; run kernel.sh --full"
-	cmp -s "$KOUT/drivers/infiniband/sw/rrxe/rdma_rrxe.ko" "$dst" ||
-		llvm-strip-19 --strip-debug -o "$dst" "$KOUT/drivers/infiniband/sw/rrxe/rdma_rrxe.ko"
+	# The driver and its C KUnit module (rrxe_frwr_test), each installed if it changed.
+	mods=(rdma_rrxe)
+	grep -q '^CONFIG_RDMA_RRXE_KUNIT_TEST=m' "$KOUT/.config" && mods+=(rrxe_frwr_test)
+	make -s "${MK[@]}" -j"$JOBS" $(printf 'drivers/infiniband/sw/rrxe/%s.ko ' "${mods[@]}")
+	for m in "${mods[@]}"; do
+		dst=$(find "$MODSTAGE/lib/modules" -name "$m.ko" | head -1)
+		[ -n "$dst" ] || rrxe_die "no installed $m.ko; run kernel.sh --full"
+		cmp -s "$KOUT/drivers/infiniband/sw/rrxe/$m.ko" "$dst" ||
+			llvm-strip-19 --strip-debug -o "$dst" "$KOUT/drivers/infiniband/sw/rrxe/$m.ko"
+	done
 fi
 rrxe_log "build done in $(( $(date +%s) - t0 )) s"
 

@@ -52,6 +52,10 @@ check rdma_dev_show sh -c 'rdma dev show rrxe0 | grep -q "node_guid $guid"'
 check duplicate_link_rejected sh -c '! rdma link add rrxe9 type rrxe netdev eth0 2>/dev/null'
 check missing_netdev_rejected sh -c '! rdma link add rrxe9 type rrxe netdev nosuch0 2>/dev/null'
 check hw_counters_exposed sh -c 'rdma statistic show link rrxe0/1 | grep -q "rcvd_icrc_err 0"'
+# The node description is the device's to change (ib_modify_device through sysfs).
+ND=/sys/class/infiniband/rrxe0/node_desc
+check node_desc_default sysfs $ND rrxe
+check node_desc_writable sh -c "echo -n 'rrxe test node' > $ND && [ \"\$(cat $ND)\" = 'rrxe test node' ] && echo -n rrxe > $ND"
 check many_contexts sh -c 'for i in $(seq 30); do ibv_devinfo -d rrxe0 >/dev/null || exit 1; done'
 # Verbs objects through libibverbs and the rxe provider (PDs, CQs with their mapped rings).
 verbs_objects rrxe0 "$(rrxe_gid_index rrxe0)" "$RRXE_IP" || FAILED=1

@@ -28,7 +28,7 @@ else
 	bad frwr_suite_passed "the suite did not report"
 fi
 n=$(grep -cE '^\[ *[0-9.]+\]     ok [0-9]+ ' /tmp/frwr.log)
-if [ "$n" -ge 7 ]; then ok frwr_cases_reported; else bad frwr_cases_reported "$n cases passed"; fi
+if [ "$n" -ge 10 ]; then ok frwr_cases_reported; else bad frwr_cases_reported "$n cases passed"; fi
 rdma statistic show link rrxe0/1
 if rmmod rrxe_frwr_test; then ok frwr_module_unload; else bad frwr_module_unload rmmod; fi
 if rdma link del rrxe0; then ok frwr_link_del; else bad frwr_link_del "rdma link del"; fi

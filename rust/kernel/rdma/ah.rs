@@ -103,3 +103,38 @@ pub(crate) unsafe fn destroy<T: Driver>(ah: *mut bindings::ib_ah) -> Result {
     unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
     Ok(())
 }
+
+/// `query_ah` trampoline body.
+///
+/// # Safety
+///
+/// `ah` was initialised by `create_ah`; `attr` is valid for writes.
+pub(crate) unsafe fn query<T: Driver>(
+    ah: *mut bindings::ib_ah,
+    attr: *mut bindings::rdma_ah_attr,
+) -> Result {
+    // SAFETY: The AH is initialised.
+    let a = T::query_ah(unsafe { &*ah.cast::<Ah<T>>() })?;
+    // SAFETY: `attr` is valid for writes; a zeroed `rdma_ah_attr` is valid (no sgid_attr).
+    let out = unsafe {
+        attr.write(pin_init::zeroed());
+        &mut *attr
+    };
+    a.write(out);
+    Ok(())
+}
+
+/// `modify_ah` trampoline body.
+///
+/// # Safety
+///
+/// `ah` was initialised by `create_ah`; `attr` is valid with a `grh.sgid_attr` null or valid.
+pub(crate) unsafe fn modify<T: Driver>(
+    ah: *mut bindings::ib_ah,
+    attr: *mut bindings::rdma_ah_attr,
+) -> Result {
+    // SAFETY: Per the function's contract.
+    let a = unsafe { AhAttr::from_raw(&*attr) };
+    // SAFETY: The AH is initialised.
+    T::modify_ah(unsafe { &*ah.cast::<Ah<T>>() }, &a)
+}

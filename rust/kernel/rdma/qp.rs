@@ -291,6 +291,21 @@ impl AhAttr {
         }
         ah
     }
+
+    /// Writes the address vector as a RoCE `struct rdma_ah_attr` with a GRH (its
+    /// `sgid_attr` left as it is).
+    pub(crate) fn write(&self, a: &mut bindings::rdma_ah_attr) {
+        a.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+        a.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+        a.port_num = self.port_num;
+        a.sl = self.sl;
+        a.grh.dgid.raw = self.dgid;
+        a.grh.sgid_index = self.sgid_index;
+        a.grh.flow_label = self.flow_label;
+        a.grh.hop_limit = self.hop_limit;
+        a.grh.traffic_class = self.traffic_class;
+        a.__bindgen_anon_1.roce.dmac = self.dmac;
+    }
 }
 
 impl QpAttrs {
@@ -346,16 +361,7 @@ impl QpAttrs {
         a.dest_qp_num = self.dest_qp_num;
         a.qp_access_flags = i32::from_ne_bytes(self.qp_access_flags.bits().to_ne_bytes());
         self.cap.write(&mut a.cap);
-        a.ah_attr.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
-        a.ah_attr.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
-        a.ah_attr.port_num = self.ah.port_num;
-        a.ah_attr.sl = self.ah.sl;
-        a.ah_attr.grh.dgid.raw = self.ah.dgid;
-        a.ah_attr.grh.sgid_index = self.ah.sgid_index;
-        a.ah_attr.grh.flow_label = self.ah.flow_label;
-        a.ah_attr.grh.hop_limit = self.ah.hop_limit;
-        a.ah_attr.grh.traffic_class = self.ah.traffic_class;
-        a.ah_attr.__bindgen_anon_1.roce.dmac = self.ah.dmac;
+        self.ah.write(&mut a.ah_attr);
         a.pkey_index = self.pkey_index;
         a.max_dest_rd_atomic = self.max_dest_rd_atomic;
         a.max_rd_atomic = self.max_rd_atomic;

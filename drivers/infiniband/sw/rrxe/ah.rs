@@ -18,12 +18,19 @@ use kernel::rdma::{
 /// Largest AH number (the C driver's pool size).
 pub(crate) const MAX_AH: u32 = 32767;
 
-/// Per-AH state.
+/// Per-AH state: the address vector is in the device's table, under the AH's number (UD
+/// sends read it there; `rdma_query_ah` and `rdma_modify_ah` too).
 pub(crate) struct RrxeAh {
-    /// The address vector (UD sends read the copy in the device's table, by number).
-    _attr: AhAttr,
     /// Number in the device's table.
     pub(crate) num: u32,
+}
+
+/// Checks an address vector: RoCEv2 through port 1, to a destination.
+fn check_av(a: &AhAttr) -> Result {
+    if a.port_num != 1 || a.sgid_type != Some(GidType::RoceV2) || a.dgid == [0; 16] {
+        return Err(EINVAL);
+    }
+    Ok(())
 }
 
 impl RrxeAh {
@@ -31,9 +38,7 @@ impl RrxeAh {
     /// the udata response.
     pub(crate) fn new(dev: &Device<Rrxe>, init: &AhInit<'_, Rrxe>) -> Result<Self> {
         let a = &init.attr;
-        if a.port_num != 1 || a.sgid_type != Some(GidType::RoceV2) || a.dgid == [0; 16] {
-            return Err(EINVAL);
-        }
+        check_av(a)?;
         // Kernel AHs are numbered too: kernel send WRs become WQEs that name them.
         let num = dev
             .data()
@@ -48,7 +53,19 @@ impl RrxeAh {
                 return Err(e);
             }
         }
-        Ok(Self { _attr: *a, num })
+        Ok(Self { num })
+    }
+
+    /// Returns the AH's address vector (`rdma_query_ah`).
+    pub(crate) fn attr(&self, dev: &Device<Rrxe>) -> Result<AhAttr> {
+        dev.data().shared.ah_attr(self.num).ok_or(EINVAL)
+    }
+
+    /// Replaces the AH's address vector (`rdma_modify_ah`), after the checks of a new one;
+    /// UD sends through the AH go to the new destination from then on.
+    pub(crate) fn modify(&self, dev: &Device<Rrxe>, attr: &AhAttr) -> Result {
+        check_av(attr)?;
+        dev.data().shared.set_ah_attr(self.num, attr)
     }
 
     /// Releases the AH's number.

@@ -9,7 +9,10 @@
  * own DMA-mapped buffers under the PD's local_dma_lkey, invalidation (SEND with
  * invalidate, IB_WR_LOCAL_INV) after which the old rkey fails with a remote access error
  * and changes no memory, re-registration under a new key, rdma_rw contexts with
- * multi-entry scatterlists, and ib_post_send()'s bad_wr contract.
+ * multi-entry scatterlists, and ib_post_send()'s bad_wr contract; and the device, port and
+ * address handle verbs such consumers call: ib_modify_device (the node description),
+ * ib_modify_port (capability bits, as the CM sets IB_PORT_CM_SUP), rdma_query_ah and
+ * rdma_modify_ah.
  *
  * The suite runs when the module is loaded, against the device named by the "device"
  * parameter (rrxe0 by default), which must exist and have an IPv4 RoCE v2 GID: it is a
@@ -575,6 +578,82 @@ static void post_send_bad_wr(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ib_poll_cq(c->b.cq, 1, &wc), 0);
 }
 
+/* ib_modify_port: capability bits set and cleared as the CM does it; no shutdown. */
+static void modify_port_caps(struct kunit *test)
+{
+	struct ib_device *dev = test_dev;
+	struct ib_port_modify set = { .set_port_cap_mask = IB_PORT_DEVICE_MGMT_SUP };
+	struct ib_port_modify clr = { .clr_port_cap_mask = IB_PORT_DEVICE_MGMT_SUP };
+	struct ib_port_attr attr;
+
+	KUNIT_ASSERT_EQ(test, ib_query_port(dev, PORT, &attr), 0);
+	KUNIT_EXPECT_TRUE(test, attr.port_cap_flags & IB_PORT_CM_SUP);
+	KUNIT_EXPECT_FALSE(test, attr.port_cap_flags & IB_PORT_DEVICE_MGMT_SUP);
+	KUNIT_ASSERT_EQ(test, ib_modify_port(dev, PORT, 0, &set), 0);
+	KUNIT_ASSERT_EQ(test, ib_query_port(dev, PORT, &attr), 0);
+	KUNIT_EXPECT_TRUE(test, attr.port_cap_flags & IB_PORT_DEVICE_MGMT_SUP);
+	KUNIT_EXPECT_TRUE(test, attr.port_cap_flags & IB_PORT_CM_SUP);
+	KUNIT_ASSERT_EQ(test, ib_modify_port(dev, PORT, 0, &clr), 0);
+	KUNIT_ASSERT_EQ(test, ib_query_port(dev, PORT, &attr), 0);
+	KUNIT_EXPECT_FALSE(test, attr.port_cap_flags & IB_PORT_DEVICE_MGMT_SUP);
+	KUNIT_EXPECT_EQ(test, ib_modify_port(dev, PORT, IB_PORT_SHUTDOWN, &set), -EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, ib_modify_port(dev, PORT + 1, 0, &set), -EINVAL);
+}
+
+/* ib_modify_device: the node description changes (and is restored); unknown bits refused. */
+static void modify_device_node_desc(struct kunit *test)
+{
+	struct ib_device *dev = test_dev;
+	struct ib_device_modify m = {};
+	char old[IB_DEVICE_NODE_DESC_MAX];
+
+	memcpy(old, dev->node_desc, sizeof(old));
+	strscpy(m.node_desc, "kunit node", sizeof(m.node_desc));
+	KUNIT_ASSERT_EQ(test, ib_modify_device(dev, IB_DEVICE_MODIFY_NODE_DESC, &m), 0);
+	KUNIT_EXPECT_STREQ(test, dev->node_desc, "kunit node");
+	memcpy(m.node_desc, old, sizeof(old));
+	KUNIT_ASSERT_EQ(test, ib_modify_device(dev, IB_DEVICE_MODIFY_NODE_DESC, &m), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(dev->node_desc, old, sizeof(old)), 0);
+	KUNIT_EXPECT_EQ(test, ib_modify_device(dev, 1 << 7, &m), -EOPNOTSUPP);
+}
+
+/* rdma_query_ah returns the address vector an AH was created with; rdma_modify_ah changes
+ * it. */
+static void query_and_modify_ah(struct kunit *test)
+{
+	struct frwr_ctx *c = test->priv;
+	struct rdma_ah_attr attr = {}, got = {};
+	union ib_gid gid;
+	struct ib_ah *ah;
+	int gid_index;
+	u8 mac[ETH_ALEN];
+
+	KUNIT_ASSERT_EQ(test, find_gid(c->pd->device, &gid, &gid_index, mac), 0);
+	attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&attr, PORT);
+	rdma_ah_set_sl(&attr, 2);
+	rdma_ah_set_grh(&attr, &gid, 0x1234, gid_index, 64, 0x20);
+	ah = rdma_create_ah(c->pd, &attr, RDMA_CREATE_AH_SLEEPABLE);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(ah));
+	KUNIT_ASSERT_EQ(test, rdma_query_ah(ah, &got), 0);
+	KUNIT_EXPECT_EQ(test, got.type, RDMA_AH_ATTR_TYPE_ROCE);
+	KUNIT_EXPECT_EQ(test, rdma_ah_get_sl(&got), 2);
+	KUNIT_EXPECT_EQ(test, rdma_ah_read_grh(&got)->hop_limit, 64);
+	KUNIT_EXPECT_EQ(test, rdma_ah_read_grh(&got)->flow_label, 0x1234);
+	KUNIT_EXPECT_EQ(test, rdma_ah_read_grh(&got)->traffic_class, 0x20);
+	KUNIT_EXPECT_EQ(test, memcmp(rdma_ah_read_grh(&got)->dgid.raw, gid.raw, 16), 0);
+
+	rdma_ah_set_sl(&attr, 5);
+	rdma_ah_set_grh(&attr, &gid, 0x42, gid_index, 9, 0);
+	KUNIT_EXPECT_EQ(test, rdma_modify_ah(ah, &attr), 0);
+	memset(&got, 0, sizeof(got));
+	KUNIT_ASSERT_EQ(test, rdma_query_ah(ah, &got), 0);
+	KUNIT_EXPECT_EQ(test, rdma_ah_get_sl(&got), 5);
+	KUNIT_EXPECT_EQ(test, rdma_ah_read_grh(&got)->hop_limit, 9);
+	KUNIT_EXPECT_EQ(test, rdma_ah_read_grh(&got)->flow_label, 0x42);
+	rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+}
+
 static int frwr_suite_init(struct kunit_suite *suite)
 {
 	return ib_register_client(&frwr_client);
@@ -593,6 +672,9 @@ static struct kunit_case rrxe_frwr_cases[] = {
 	KUNIT_CASE(reg_mr_of_valid_region_fails),
 	KUNIT_CASE(rw_ctx_multi_entry),
 	KUNIT_CASE(post_send_bad_wr),
+	KUNIT_CASE(modify_port_caps),
+	KUNIT_CASE(modify_device_node_desc),
+	KUNIT_CASE(query_and_modify_ah),
 	{}
 };
 

@@ -368,3 +368,36 @@ pub struct PortImmutable {
     /// Largest management datagram.
     pub max_mad_size: u32,
 }
+
+/// A change of device attributes (`ib_modify_device`), the members the core asked for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DeviceModify {
+    /// New system image GUID (`IB_DEVICE_MODIFY_SYS_IMAGE_GUID`), host order.
+    pub sys_image_guid: Option<u64>,
+    /// New node description (`IB_DEVICE_MODIFY_NODE_DESC`), 64 bytes, NUL-padded.
+    pub node_desc: Option<[u8; 64]>,
+}
+
+/// A change of port attributes (`ib_modify_port`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PortModify {
+    /// `IB_PORT_SHUTDOWN`, `IB_PORT_INIT_TYPE`, `IB_PORT_RESET_QKEY_CNTR`,
+    /// `IB_PORT_OPA_MASK_CHG` bits (see [`port_modify`]).
+    pub mask: u32,
+    /// Capability bits to set (`IB_PORT_*_SUP`, see [`port_cap`]).
+    pub set_port_cap_mask: u32,
+    /// Capability bits to clear.
+    pub clr_port_cap_mask: u32,
+}
+
+/// Bits of [`PortModify::mask`] (`enum ib_port_modify_flags`).
+pub mod port_modify {
+    use crate::bindings;
+
+    /// Shut the port down.
+    pub const SHUTDOWN: u32 = bindings::ib_port_modify_flags_IB_PORT_SHUTDOWN;
+    /// Set the init type.
+    pub const INIT_TYPE: u32 = bindings::ib_port_modify_flags_IB_PORT_INIT_TYPE;
+    /// Reset the Q_Key violation counter.
+    pub const RESET_QKEY_CNTR: u32 = bindings::ib_port_modify_flags_IB_PORT_RESET_QKEY_CNTR;
+}

@@ -11,8 +11,8 @@
 //! implements them.
 
 use super::{
-    Device, DeviceAttrs, DriverId, LinkLayer, PortAttrs, PortImmutable, PortNum, StatDesc,
-    UContext, UData,
+    Device, DeviceAttrs, DeviceModify, DriverId, LinkLayer, PortAttrs, PortImmutable, PortModify,
+    PortNum, StatDesc, UContext, UData,
 };
 use crate::{
     prelude::*,
@@ -22,7 +22,7 @@ use crate::{
         mr::{AccessFlags, Mr, MrKeys, MrSg, MrType, UserMrReq},
         mw::{Mw, MwInit},
         pd::Pd,
-        qp::{Qp, QpAttrs, QpCaps, QpInit},
+        qp::{AhAttr, Qp, QpAttrs, QpCaps, QpInit},
         srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
         wr::{KernelDma, RecvWr, SendWr, Wc},
     },
@@ -89,6 +89,19 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Returns the partition key at `index` of a port's table.
     fn query_pkey(dev: &Device<Self>, port: PortNum, index: u16) -> Result<u16>;
+
+    /// Changes the system image GUID or the node description (`ib_modify_device`; the
+    /// `node_desc` sysfs file). The core's other modify bits are refused before the call.
+    /// Installs `modify_device` when implemented.
+    fn modify_device(_dev: &Device<Self>, _m: &DeviceModify) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Changes a port's capability bits, or resets its counters (`ib_modify_port`; the
+    /// connection manager sets `IB_PORT_CM_SUP`). Installs `modify_port` when implemented.
+    fn modify_port(_dev: &Device<Self>, _port: PortNum, _m: &PortModify) -> Result {
+        Err(EOPNOTSUPP)
+    }
 
     /// Initialises the driver data of a new user context.
     fn alloc_ucontext(
@@ -275,6 +288,22 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Destroys an address handle; its driver data is dropped afterwards.
     fn destroy_ah(ah: &Ah<Self>) -> Result;
+
+    /// Returns an address handle's address vector (`rdma_query_ah`). Installs `query_ah`
+    /// when implemented.
+    fn query_ah(_ah: &Ah<Self>) -> Result<AhAttr> {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Changes an address handle's address vector (`rdma_modify_ah`; the core resolved the
+    /// new one as for a new AH). Installs `modify_ah` when implemented.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    fn modify_ah(_ah: &Ah<Self>, _attr: &AhAttr) -> Result {
+        Err(EOPNOTSUPP)
+    }
 
     /// The send doorbell: new WQEs are in the queue pair's send queue (put there by the user
     /// provider, or by [`Driver::post_send_wr`] for a kernel consumer).

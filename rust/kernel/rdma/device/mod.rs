@@ -31,8 +31,9 @@ mod ucontext;
 mod vtable;
 
 pub use attrs::{
-    core_cap, device_cap, kernel_cap, port_cap, AtomicCap, DeviceAttrs, DriverId, LinkLayer, Mtu,
-    PhysState, PortAttrs, PortImmutable, PortNum, PortState, StatDesc, MGMT_MAD_SIZE,
+    core_cap, device_cap, kernel_cap, port_cap, port_modify, AtomicCap, DeviceAttrs, DeviceModify,
+    DriverId, LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortModify, PortNum, PortState,
+    StatDesc, MGMT_MAD_SIZE,
 };
 pub use driver::Driver;
 pub use registration::DriverRegistration;
@@ -103,6 +104,23 @@ impl<T: Driver> Device<T> {
         // SAFETY: `name` is a NUL-terminated array set by the core at registration and only
         // changed under the core's rename lock; it lives as long as `self`.
         unsafe { CStr::from_char_ptr((*self.as_raw()).name.as_ptr()) }
+    }
+
+    /// Sets the node description (`IB_DEVICE_MODIFY_NODE_DESC`, e.g. written to the
+    /// `node_desc` sysfs file): its first 64 bytes, zero-padded.
+    ///
+    /// The core reads it without a lock (sysfs, the SMA), as it does for every driver that
+    /// sets it: a reader racing with a change may see a mix of the two descriptions.
+    pub fn set_node_desc(&self, desc: &[u8]) {
+        let mut nd = [0u8; 64];
+        let n = desc.len().min(nd.len());
+        nd[..n].copy_from_slice(&desc[..n]);
+        // SAFETY: `node_desc` is a 64-byte array inside the device, which is alive; plain
+        // bytes, whatever a racing reader sees of them.
+        unsafe {
+            let dst = (&raw mut (*self.as_raw()).node_desc).cast::<u8>();
+            core::ptr::copy_nonoverlapping(nd.as_ptr(), dst, nd.len());
+        }
     }
 
     /// Returns the network device bound to `port`, if any.

@@ -40,8 +40,12 @@ pub(crate) struct Rrxe;
 /// Per-device state.
 #[pin_data]
 pub(crate) struct RrxeDev {
-    /// System image GUID (host byte order): the modified EUI-64 of the netdevice's MAC.
-    guid: u64,
+    /// System image GUID (host byte order): the modified EUI-64 of the netdevice's MAC
+    /// until `ib_modify_device` changes it.
+    pub(crate) sys_image_guid: Atomic<u64>,
+    /// The port's capability bits (`IB_PORT_*_SUP`): the connection manager's `CM_SUP`,
+    /// and what `ib_modify_port` sets and clears.
+    pub(crate) port_cap_flags: Atomic<u32>,
     /// Protection domains in use.
     pds: Arc<Counter>,
     /// Completion queues in use.
@@ -292,7 +296,8 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             name_assigned_by_user: true,
         },
         try_pin_init!(RrxeDev {
-            guid,
+            sys_image_guid: Atomic::new(guid),
+            port_cap_flags: Atomic::new(kernel::rdma::device::port_cap::CM_SUP),
             pds: Counter::new(params::MAX_PD)?,
             cqs: Counter::new(params::MAX_CQ)?,
             qps: Counter::new(params::MAX_QP)?,

@@ -14,6 +14,7 @@ use kernel::rdma::{
     netdev::NetDevice,
     qp::AhAttr,
     timer::impl_deferred,
+    BhGuard,
 };
 use kernel::sync::{aref::ARef, Arc, SpinLock};
 use kernel::xarray::XArray;
@@ -97,6 +98,23 @@ impl DevShared {
     pub(crate) fn ah(&self, n: u32, pd_id: u64) -> Option<AhAttr> {
         let xa = self.ah_nums.lock();
         xa.get(n as usize).filter(|e| e.1 == pd_id).map(|e| e.0)
+    }
+
+    /// Returns the address vector of AH number `n`, whatever its PD.
+    pub(crate) fn ah_attr(&self, n: u32) -> Option<AhAttr> {
+        let _bh = BhGuard::new();
+        let xa = self.ah_nums.lock();
+        let attr = xa.get(n as usize).map(|e| e.0);
+        attr
+    }
+
+    /// Replaces the address vector of AH number `n` (which keeps its PD).
+    pub(crate) fn set_ah_attr(&self, n: u32, attr: &AhAttr) -> Result {
+        let _bh = BhGuard::new();
+        let mut xa = self.ah_nums.lock();
+        let e = xa.get_mut(n as usize).ok_or(EINVAL)?;
+        e.0 = *attr;
+        Ok(())
     }
 
     /// Returns the region at `key`'s index, whatever its key and state: the caller checks

@@ -21,17 +21,18 @@ use kernel::rdma::{
     ah::{Ah, AhInit},
     cq::{Cq, CqInit, NotifyFlags},
     device::{
-        core_cap, device_cap, kernel_cap, port_cap, AtomicCap, Device, DeviceAttrs, Driver,
-        DriverId, LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortNum, PortState,
-        StatDesc, UContext, UData, MGMT_MAD_SIZE,
+        core_cap, device_cap, kernel_cap, port_modify, AtomicCap, Device, DeviceAttrs,
+        DeviceModify, Driver, DriverId, LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable,
+        PortModify, PortNum, PortState, StatDesc, UContext, UData, MGMT_MAD_SIZE,
     },
     mr::{AccessFlags, Mr, MrKeys, MrSg, MrType, UserMrReq},
     mw::{Mw, MwInit},
     pd::Pd,
-    qp::{Qp, QpAttrs, QpCaps, QpInit},
+    qp::{AhAttr, Qp, QpAttrs, QpCaps, QpInit},
     srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
     wr::{KernelDma, RecvWr, SendWr, Wc},
 };
+use kernel::sync::atomic::ordering::Relaxed;
 
 #[vtable]
 impl Driver for Rrxe {
@@ -60,7 +61,7 @@ impl Driver for Rrxe {
         }
         // Only what is implemented is advertised: no SRQ resizing.
         Ok(DeviceAttrs {
-            sys_image_guid: dev.data().guid,
+            sys_image_guid: dev.data().sys_image_guid.load(Relaxed),
             // Fast registration, local and remote invalidation: what kernel storage
             // protocols (nvme-rdma, iSER, NFS/RDMA, SMB Direct, RDS, o2iblnd) require.
             // ATOMIC WRITE and FLUSH as rdma_rxe carries them (RC, user QPs: no kernel verb
@@ -126,7 +127,7 @@ impl Driver for Rrxe {
             active_mtu: params::roce_mtu(ndev.mtu()),
             phys_mtu: ndev.mtu(),
             gid_tbl_len: params::GID_TABLE_LEN,
-            port_cap_flags: port_cap::CM_SUP,
+            port_cap_flags: dev.data().port_cap_flags.load(Relaxed),
             max_msg_sz: params::MAX_MSG_SIZE,
             pkey_tbl_len: 1,
             max_vl_num: 1,
@@ -156,6 +157,34 @@ impl Driver for Rrxe {
             return Err(EINVAL);
         }
         Ok(0xffff)
+    }
+
+    fn modify_device(dev: &Device<Self>, m: &DeviceModify) -> Result {
+        if let Some(guid) = m.sys_image_guid {
+            dev.data().sys_image_guid.store(guid, Relaxed);
+        }
+        if let Some(desc) = &m.node_desc {
+            dev.set_node_desc(desc);
+        }
+        Ok(())
+    }
+
+    fn modify_port(dev: &Device<Self>, port: PortNum, m: &PortModify) -> Result {
+        check_port(port)?;
+        // No shutdown or init type, as rdma_rxe; there is no Q_Key violation counter to
+        // reset (rrxe counts Q_Key mismatches in its hardware counters, which stay).
+        if m.mask & !port_modify::RESET_QKEY_CNTR != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let flags = &dev.data().port_cap_flags;
+        let mut cur = flags.load(Relaxed);
+        loop {
+            let new = (cur | m.set_port_cap_mask) & !m.clr_port_cap_mask;
+            match flags.cmpxchg(cur, new, Relaxed) {
+                Ok(_) => return Ok(()),
+                Err(old) => cur = old,
+            }
+        }
     }
 
     fn alloc_ucontext(
@@ -283,6 +312,14 @@ impl Driver for Rrxe {
     fn destroy_ah(ah: &Ah<Self>) -> Result {
         ah.data().destroy(ah.device());
         Ok(())
+    }
+
+    fn query_ah(ah: &Ah<Self>) -> Result<AhAttr> {
+        ah.data().attr(ah.device())
+    }
+
+    fn modify_ah(ah: &Ah<Self>, attr: &AhAttr) -> Result {
+        ah.data().modify(ah.device(), attr)
     }
 
     fn get_dma_mr(
