@@ -65,8 +65,8 @@ verbs_qp rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
 # ERR leaving its WQEs, destroy refused while in use.
 srq_limit rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
 # Memory windows: bounds and rights, type 2B ownership and invalidation, the binding rules,
-# the region busy while windows are bound to it.
-mw_rules rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
+# the region busy while windows are bound to it; re-registration of rights and PD.
+mr_rules rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
 # A process scribbling over the SQ, RQ and CQ rings it shares with the driver (storms of
 # 1.5 s): error completions or ERR, no hang; then a fresh context's RC pair still works.
 hostile rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1

@@ -19,7 +19,7 @@ use super::{
 use crate::{
     alloc::{flags::GFP_KERNEL_ACCOUNT, KVVec},
     bindings,
-    error::from_err_ptr,
+    error::{from_err_ptr, to_result},
     prelude::*,
     types::Opaque,
 };
@@ -165,6 +165,16 @@ impl Umem {
             return Err(EINVAL);
         }
         Ok(this)
+    }
+
+    /// Checks that the pinned memory allows `access` after a re-registration that keeps
+    /// it (`ib_umem_check_rereg`): `EACCES` for a writable access to memory pinned
+    /// read-only.
+    pub fn check_rereg_access(&self, access: AccessFlags) -> Result {
+        let access = c_int::try_from(access.bits()).map_err(|_| EINVAL)?;
+        let flags = bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS as c_int;
+        // SAFETY: By the type invariant the umem is valid.
+        to_result(unsafe { bindings::ib_umem_check_rereg(self.umem.as_ptr(), flags, access) })
     }
 
     /// Length of the pinned range in bytes.
@@ -327,6 +337,16 @@ pub struct UserMrReq {
     pub iova: u64,
     /// Access rights.
     pub access: AccessFlags,
+}
+
+/// What a re-registration of a user memory region changes (`ibv_rereg_mr`).
+pub struct MrRereg<'a, T: Driver> {
+    /// A new protection domain (`IB_MR_REREG_PD`).
+    pub pd: Option<&'a Pd<T>>,
+    /// New access rights (`IB_MR_REREG_ACCESS`; the core checked them against the device).
+    pub access: Option<AccessFlags>,
+    /// New memory (`IB_MR_REREG_TRANS`): start, length and I/O virtual address.
+    pub translation: Option<UserMrReq>,
 }
 
 /// The keys of a new memory region.
@@ -532,4 +552,39 @@ pub(crate) unsafe fn dereg<T: Driver>(mr: *mut bindings::ib_mr) -> Result {
     // SAFETY: As above; nothing refers to the region anymore.
     drop(unsafe { KBox::from_raw(mr) });
     Ok(())
+}
+
+/// `rereg_user_mr` trampoline body: an in-place re-registration (the region keeps its keys).
+///
+/// # Safety
+///
+/// `mr` is a user region of `T` whose data is initialised; `pd` is a valid PD of `T` when
+/// `flags` has `IB_MR_REREG_PD`; `udata` is null or valid.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn rereg_user<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    flags: c_int,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: c_int,
+    pd: *mut bindings::ib_pd,
+) -> Result {
+    let flags = u32::try_from(flags).map_err(|_| EINVAL)?;
+    let has = |bit: u32| flags & bit != 0;
+    let access = AccessFlags::from_raw(u32::from_ne_bytes(access.to_ne_bytes()));
+    let change = MrRereg {
+        // SAFETY: Per the function's contract.
+        pd: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_PD)
+            .then(|| unsafe { &*pd.cast::<Pd<T>>() }),
+        access: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS).then_some(access),
+        translation: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS).then_some(UserMrReq {
+            start,
+            length,
+            iova,
+            access,
+        }),
+    };
+    // SAFETY: The region's data is initialised.
+    T::rereg_user_mr(unsafe { &*mr.cast::<Mr<T>>() }, &change)
 }

@@ -36,7 +36,7 @@ use crate::Rrxe;
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::{
-    mr::{AccessFlags, Mr, MrKeys, MrSg, MrType, Umem, UserMrReq},
+    mr::{AccessFlags, Mr, MrKeys, MrRereg, MrSg, MrType, Umem, UserMrReq},
     pd::Pd,
     wr::KernelDma,
     BhGuard,
@@ -83,10 +83,10 @@ pub(crate) struct UserRegion {
     iova: u64,
     /// Length in bytes.
     length: u64,
-    /// Access rights.
-    access: AccessFlags,
-    /// The protection domain's identity.
-    pd_id: u64,
+    /// Access rights (`AccessFlags` bits), changed by a re-registration.
+    access: Atomic<u32>,
+    /// The protection domain's identity, changed by a re-registration.
+    pd_id: Atomic<u64>,
     /// The key (lkey and rkey).
     key: u32,
     /// Windows bound to the region, or [`DEREGISTERED`] once it is being deregistered.
@@ -97,6 +97,17 @@ pub(crate) struct UserRegion {
 const DEREGISTERED: u32 = 1 << 31;
 
 impl UserRegion {
+    /// Returns the access rights (a re-registration may change them at any time: an access
+    /// is checked against the rights of the moment).
+    fn access(&self) -> AccessFlags {
+        AccessFlags::from_raw(self.access.load(Relaxed))
+    }
+
+    /// Returns the protection domain's identity (as [`Self::access`]).
+    fn pd_id(&self) -> u64 {
+        self.pd_id.load(Relaxed)
+    }
+
     /// Counts one more window bound to the region; `false` if it is being deregistered.
     fn hold_window(&self) -> bool {
         let mut cur = self.windows.load(Relaxed);
@@ -254,11 +265,12 @@ impl Window {
                 let remote_modify = AccessFlags::REMOTE_WRITE.union(AccessFlags::REMOTE_ATOMIC);
                 let end = req.addr.checked_add(length).ok_or(EINVAL)?;
                 let region_end = u.iova.checked_add(u.length).ok_or(EINVAL)?;
+                let rights = u.access();
                 if u.key != req.mr_lkey
-                    || u.pd_id != pd_id
-                    || !u.access.contains(AccessFlags::MW_BIND)
+                    || u.pd_id() != pd_id
+                    || !rights.contains(AccessFlags::MW_BIND)
                     || (access.bits() & remote_modify.bits() != 0
-                        && !u.access.contains(AccessFlags::LOCAL_WRITE))
+                        && !rights.contains(AccessFlags::LOCAL_WRITE))
                     || req.addr < u.iova
                     || end > region_end
                     || !u.hold_window()
@@ -466,8 +478,8 @@ impl MrInner {
                 Region {
                     iova: u.iova,
                     length: u.length,
-                    rights: u.access.bits(),
-                    pd: u.pd_id,
+                    rights: u.access().bits(),
+                    pd: u.pd_id(),
                 },
                 0,
             ),
@@ -659,8 +671,8 @@ impl RrxeMr {
                     umem,
                     iova: req.iova,
                     length: req.length,
-                    access: req.access,
-                    pd_id: pd.data().id,
+                    access: Atomic::new(req.access.bits()),
+                    pd_id: Atomic::new(pd.data().id),
                     key: k,
                     windows: Atomic::new(0),
                 }),
@@ -810,6 +822,37 @@ impl RrxeMr {
                 _charge: charge,
             },
         ))
+    }
+
+    /// Re-registers a user region in place (`ibv_rereg_mr`), keeping its keys and memory:
+    /// a new PD, new access rights, or both, as rdma_rxe does (`EOPNOTSUPP` for new memory).
+    /// New rights must be ones rrxe supports and the pinned memory allows (writable rights
+    /// need memory pinned writable); `EBUSY` while windows are bound to the region (their
+    /// bindings were checked against its PD and rights). The data path checks each access
+    /// against the rights of the moment.
+    pub(crate) fn rereg(mr: &Mr<Rrxe>, change: &MrRereg<'_, Rrxe>) -> Result {
+        let Some(MrInner::User(u)) = mr.data().inner.as_deref() else {
+            return Err(EINVAL);
+        };
+        if change.translation.is_some() {
+            return Err(EOPNOTSUPP);
+        }
+        if let Some(access) = change.access {
+            if !access.is_within(SUPPORTED_ACCESS) {
+                return Err(EOPNOTSUPP);
+            }
+            u.umem.check_rereg_access(access)?;
+        }
+        if u.windows.load(Relaxed) != 0 {
+            return Err(EBUSY);
+        }
+        if let Some(pd) = change.pd {
+            u.pd_id.store(pd.data().id, Relaxed);
+        }
+        if let Some(access) = change.access {
+            u.access.store(access.bits(), Relaxed);
+        }
+        Ok(())
     }
 
     /// Deregisters (`ibv_dereg_mr`): the key stops resolving before the memory is unpinned.

@@ -19,7 +19,7 @@ use crate::{
     rdma::{
         ah::{Ah, AhInit},
         cq::{Cq, CqInit, NotifyFlags},
-        mr::{AccessFlags, Mr, MrKeys, MrSg, MrType, UserMrReq},
+        mr::{AccessFlags, Mr, MrKeys, MrRereg, MrSg, MrType, UserMrReq},
         mw::{Mw, MwInit},
         pd::Pd,
         qp::{AhAttr, Qp, QpAttrs, QpCaps, QpInit},
@@ -255,6 +255,17 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Prepares the deregistration of a memory region; on success its data is dropped next.
     fn dereg_mr(mr: &Mr<Self>) -> Result;
+
+    /// Re-registers a user memory region in place (`ibv_rereg_mr`): it keeps its keys; the
+    /// core updates its PD and range in the `ib_mr` after success. Installs `rereg_user_mr`
+    /// when implemented.
+    ///
+    /// # Context
+    ///
+    /// Process context.
+    fn rereg_user_mr(_mr: &Mr<Self>, _change: &MrRereg<'_, Self>) -> Result {
+        Err(EOPNOTSUPP)
+    }
 
     /// Allocates a memory window (user contexts only); returns its rkey and its driver
     /// data. Installs `alloc_mw` and `dealloc_mw` when implemented.

@@ -105,6 +105,11 @@ impl<T: Driver> DeviceVTable<T> {
         reg_user_mr: Some(Self::reg_user_mr_callback),
         get_dma_mr: Some(Self::get_dma_mr_callback),
         dereg_mr: Some(Self::dereg_mr_callback),
+        rereg_user_mr: if T::HAS_REREG_USER_MR {
+            Some(Self::rereg_user_mr_callback)
+        } else {
+            None
+        },
         create_srq: if T::HAS_CREATE_SRQ {
             Some(Self::create_srq_callback)
         } else {
@@ -713,7 +718,29 @@ impl<T: Driver> DeviceVTable<T> {
 
     /// # Safety
     ///
-    /// Called by the core with one of this driver's PDs; `udata` null or valid.
+    /// See [`mr::rereg_user`].
+    unsafe extern "C" fn rereg_user_mr_callback(
+        mr: *mut bindings::ib_mr,
+        flags: c_int,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: Forwarded from the core (`ib_uverbs_rereg_mr`): a user region of this
+        // driver, and its new PD when `IB_MR_REREG_PD` is set.
+        match unsafe { mr::rereg_user::<T>(mr, flags, start, length, iova, access, pd) } {
+            // In place: the core keeps the `ib_mr` (and its keys).
+            Ok(()) => core::ptr::null_mut(),
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// The core passes a valid PD of this driver; `udata` is null or valid.
     unsafe extern "C" fn reg_user_mr_callback(
         pd: *mut bindings::ib_pd,
         start: u64,

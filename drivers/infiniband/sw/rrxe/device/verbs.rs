@@ -25,7 +25,7 @@ use kernel::rdma::{
         DeviceModify, Driver, DriverId, LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable,
         PortModify, PortNum, PortState, StatDesc, UContext, UData, MGMT_MAD_SIZE,
     },
-    mr::{AccessFlags, Mr, MrKeys, MrSg, MrType, UserMrReq},
+    mr::{AccessFlags, Mr, MrKeys, MrRereg, MrSg, MrType, UserMrReq},
     mw::{Mw, MwInit},
     pd::Pd,
     qp::{AhAttr, Qp, QpAttrs, QpCaps, QpInit},
@@ -351,6 +351,10 @@ impl Driver for Rrxe {
         // The region's device is the one of its PD; the core passes only the region, whose
         // data knows its key.
         RrxeMr::dereg(mr, mr.device().data())
+    }
+
+    fn rereg_user_mr(mr: &Mr<Self>, change: &MrRereg<'_, Self>) -> Result {
+        RrxeMr::rereg(mr, change)
     }
 
     fn alloc_mw(_dev: &Device<Self>, init: &MwInit<'_, Self>) -> Result<(u32, RrxeMw)> {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * mw_rules: memory windows through stock libibverbs and rdma-core's rxe provider, on one
- * device (loopback), beyond what rdma-core's pyverbs suite checks: the window's bounds and
- * rights, who may use and invalidate a type 2B window, the binding rules, and the region
- * a window is bound to.
+ * mr_rules: memory windows and region re-registration through stock libibverbs and
+ * rdma-core's rxe provider, on one device (loopback), beyond what rdma-core's pyverbs suite
+ * checks: the window's bounds and rights, who may use and invalidate a type 2B window, the
+ * binding rules, the region a window is bound to; ibv_rereg_mr of rights and PD.
  *
  * A 3-page buffer is registered (LOCAL_WRITE | MW_BIND, no remote right of its own); a
  * window covers its middle page. Writers reach it from connected RC QPs of the same PD;
@@ -28,7 +28,19 @@
  *  - mw1_bind_write_unbind: a type 1 window bound with ibv_bind_mw: a WRITE through it
  *    lands; after a bind of length 0 the same WRITE is a remote access error;
  *  - mw1_local_inv_refused: IBV_WR_LOCAL_INV of a type 1 window's rkey fails (o10-37.2.26);
- *  - mw_dereg_after_dealloc: the region deregisters once its windows are deallocated.
+ *  - mr_rereg_busy: the region cannot be re-registered while windows are bound to it
+ *    (EBUSY);
+ *  - mw_dereg_after_dealloc: the region deregisters once its windows are deallocated;
+ *  - mr_rereg_access: a region without REMOTE_WRITE refuses a WRITE (remote access
+ *    error); re-registered with REMOTE_WRITE (IB_MR_REREG_ACCESS) it keeps its keys and
+ *    takes the WRITE;
+ *  - mr_rereg_pd: re-registered into another PD (IB_MR_REREG_PD), it refuses a WRITE
+ *    through a QP of the old one;
+ *  - mr_rereg_readonly_memory: a region pinned without any write right cannot gain one
+ *    (the memory was pinned read-only);
+ *  - mr_rereg_translation_refused: new memory (IB_MR_REREG_TRANS) is not supported
+ *    (EOPNOTSUPP), as in rdma_rxe.
+ * The re-registrations go to the kernel's verb directly (see rereg()).
  * Prints "RRXE-TEST <name> ok|FAIL: ..." per check and exits non-zero if any failed.
  *
  * rdma_rxe is no reference here: it checks an access through a window against the
@@ -36,7 +48,7 @@
  * destroying a QP through which a type 2B window is bound waits 50 s for the window's
  * reference and warns (rxe_pool.c).
  *
- * Usage: mw_rules DEVICE GID_INDEX
+ * Usage: mr_rules DEVICE GID_INDEX
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +56,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "rrxe_test.h"
 
@@ -224,6 +237,86 @@ static int local_inv(struct ibv_qp *qp, uint32_t rkey)
 	return wait_wc(0x1a1);
 }
 
+/*
+ * The kernel's re-registration verb (IB_USER_VERBS_CMD_REREG_MR), issued on the context's
+ * command file as a provider issues it: rdma-core v44's rxe provider has no rereg_mr, so
+ * ibv_rereg_mr() fails with EOPNOTSUPP before reaching the kernel, on rdma_rxe as on rrxe.
+ * Returns 0, or the errno of the write. On success the region's keys are in @lkey, @rkey.
+ */
+static int rereg(struct ibv_mr *r, uint32_t flags, struct ibv_pd *new_pd, void *addr,
+		 size_t len, uint32_t access, uint32_t *lkey, uint32_t *rkey)
+{
+	struct ib_uverbs_rereg_mr_resp resp = {};
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_rereg_mr cmd;
+	} req = {
+		.hdr = { .command = IB_USER_VERBS_CMD_REREG_MR,
+			 .in_words = sizeof(req) / 4, .out_words = sizeof(resp) / 4 },
+		.cmd = { .response = (uintptr_t)&resp, .mr_handle = r->handle, .flags = flags,
+			 .start = (uintptr_t)addr, .length = len, .hca_va = (uintptr_t)addr,
+			 .pd_handle = new_pd ? new_pd->handle : 0, .access_flags = access },
+	};
+
+	if (write(ctx->cmd_fd, &req, sizeof(req)) != sizeof(req))
+		return errno;
+	*lkey = resp.lkey;
+	*rkey = resp.rkey;
+	return 0;
+}
+
+/* Re-registration: rights and PD change in place; read-only memory stays so; no new
+ * memory. */
+static void rereg_checks(void)
+{
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	struct ibv_mr *r, *ro;
+	struct pair p = {};
+	uint32_t lkey = 0, rkey = 0;
+	int st, st2 = -1, rc;
+
+	reset_buf();
+	r = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE);
+	if (!pd2 || !r || make_pair(&p)) {
+		checkf("mr_rereg_access", 0, "setup: %s", strerror(errno));
+		return;
+	}
+	st = rdma(p.w, 0, (uintptr_t)buf + 64, r->rkey, MSG);
+	free_pair(&p);
+	rc = rereg(r, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+		   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &lkey, &rkey);
+	if (!rc && !make_pair(&p))
+		st2 = rdma(p.w, 0, (uintptr_t)buf + 64, r->rkey, MSG);
+	free_pair(&p);
+	checkf("mr_rereg_access",
+	       st == IBV_WC_REM_ACCESS_ERR && rc == 0 && r->lkey == lkey && r->rkey == rkey &&
+		       st2 == IBV_WC_SUCCESS && buf_is(64, MSG, src),
+	       "write before %d, rereg %s, keys 0x%x/0x%x -> 0x%x/0x%x, write after %d", st,
+	       strerror(rc), r->lkey, r->rkey, lkey, rkey, st2);
+
+	reset_buf();
+	st = -1;
+	rc = rereg(r, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0, &lkey, &rkey);
+	if (!rc && !make_pair(&p))
+		st = rdma(p.w, 0, (uintptr_t)buf + 64, r->rkey, MSG);
+	free_pair(&p);
+	checkf("mr_rereg_pd", rc == 0 && st == IBV_WC_REM_ACCESS_ERR && buf_is(0, 0, NULL),
+	       "rereg %s, write through the old PD %d", strerror(rc), st);
+
+	ro = ibv_reg_mr(pd, dst, PAGE, IBV_ACCESS_REMOTE_READ);
+	rc = ro ? rereg(ro, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, &lkey, &rkey) : -1;
+	checkf("mr_rereg_readonly_memory", ro && rc == EACCES, "registration %p, rereg %s",
+	       (void *)ro, rc > 0 ? strerror(rc) : "succeeded");
+	rc = ro ? rereg(ro, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, src, PAGE, 0, &lkey, &rkey) : -1;
+	checkf("mr_rereg_translation_refused", ro && rc == EOPNOTSUPP, "rereg %s",
+	       rc > 0 ? strerror(rc) : "succeeded");
+	if (ro)
+		ibv_dereg_mr(ro);
+	ibv_dereg_mr(r);
+	ibv_dealloc_pd(pd2);
+}
+
 #define WIN_OFF PAGE
 #define WIN_VA ((uintptr_t)buf + WIN_OFF)
 #define RW_RIGHTS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
@@ -391,6 +484,17 @@ int main(int argc, char **argv)
 	checkf("mw1_local_inv_refused", st != IBV_WC_SUCCESS && st >= 0, "status %d", st);
 	free_pair(&p);
 
+	/* Windows bound (mw2, mw3): no re-registration either. */
+	{
+		uint32_t l, k;
+
+		st = rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | IBV_ACCESS_REMOTE_READ,
+			   &l, &k);
+		checkf("mr_rereg_busy", st == EBUSY, "rereg with windows bound: %s",
+		       st ? strerror(st) : "succeeded");
+	}
+
 	/* Windows gone: the region deregisters. */
 	ibv_dealloc_mw(mw1);
 	ibv_dealloc_mw(mw2);
@@ -398,6 +502,7 @@ int main(int argc, char **argv)
 	ibv_dealloc_mw(mw4);
 	errno = ibv_dereg_mr(mr);
 	checkf("mw_dereg_after_dealloc", errno == 0, "ibv_dereg_mr: %s", strerror(errno));
+	rereg_checks();
 	ibv_dereg_mr(src_mr);
 	ibv_dereg_mr(dst_mr);
 	ibv_dereg_mr(plain);
