@@ -43,6 +43,8 @@ pub enum QpEvent {
     /// `IB_EVENT_QP_LAST_WQE_REACHED`: a QP on a shared receive queue entered ERR; it takes
     /// no more WQEs from the SRQ.
     LastWqeReached,
+    /// `IB_EVENT_SQ_DRAINED`: in SQD, every WQE started before the drain has completed.
+    SqDrained,
 }
 
 impl QpEvent {
@@ -52,6 +54,7 @@ impl QpEvent {
             Self::RequestErr => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
             Self::AccessErr => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
             Self::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+            Self::SqDrained => bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
         }
     }
 }

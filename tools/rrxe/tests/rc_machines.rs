@@ -327,10 +327,21 @@ fn sq_drain_finishes_current_wqe_only() {
     s.post(wqe(1, WrOp::Send, 10)).unwrap();
     let first = s.next_packet().unwrap();
     assert_eq!(first.opcode, Opcode::RC_SEND_FIRST);
+    assert!(!s.sq_drained(), "not draining");
     s.set_sq_drain(true);
     assert_eq!(s.next_packet().unwrap().opcode, Opcode::RC_SEND_LAST);
     assert_eq!(s.next_packet(), None);
+    // Drained once the WQE started before the drain is acknowledged, not before; WQE 1,
+    // never started, does not count.
+    assert!(!s.sq_drained());
+    drain_poll(&mut s);
+    s.on_response(&ack(0));
+    assert!(!s.sq_drained(), "half of WQE 0 acknowledged");
+    s.on_response(&ack(1));
+    assert_eq!(completions(&drain_poll(&mut s)), [(0, WcStatus::Success)]);
+    assert!(s.sq_drained());
     s.set_sq_drain(false);
+    assert!(!s.sq_drained());
     assert_eq!(s.next_packet().unwrap().id, 1);
 }
 

@@ -26,6 +26,9 @@
  *  - cq_err_event: a send CQ of the fewest entries the device gives (ibv_create_cq with 1)
  *    that more signaled WRITEs complete into than it holds, never polled, overflows:
  *    IBV_EVENT_CQ_ERR for it;
+ *  - sq_drained_event: an RC QP with WRITEs posted, moved to SQD, raises
+ *    IBV_EVENT_SQ_DRAINED once they completed (all of them, successfully); ibv_query_qp
+ *    then reports SQD and sq_draining 0; back to RTS, a new WRITE completes;
  *  - srq_destroy_busy: the SRQ cannot be destroyed while QPs use it (EBUSY), can after.
  * Prints "RRXE-TEST <name> ok|FAIL: ..." per check and exits non-zero if any failed.
  *
@@ -98,7 +101,8 @@ static void drain_events(struct ibv_context *ctx, struct ibv_srq *srq, int ms, i
 			(*limits)++;
 		if ((ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED ||
 		     ev.event_type == IBV_EVENT_QP_ACCESS_ERR || ev.event_type == IBV_EVENT_QP_FATAL ||
-		     ev.event_type == IBV_EVENT_QP_REQ_ERR) && n_qp_ev < 32) {
+		     ev.event_type == IBV_EVENT_QP_REQ_ERR || ev.event_type == IBV_EVENT_SQ_DRAINED) &&
+		    n_qp_ev < 32) {
 			qp_ev[n_qp_ev].type = ev.event_type;
 			qp_ev[n_qp_ev++].qp = ev.element.qp;
 		}
@@ -345,6 +349,54 @@ int main(int argc, char **argv)
 		ibv_destroy_qp(y);
 	if (tiny)
 		ibv_destroy_cq(tiny);
+
+	/* SQD: the send queue drains, then IBV_EVENT_SQ_DRAINED. */
+	struct ibv_qp *d = make_qp(pd, cq, NULL), *dp = d ? make_qp(pd, cq, NULL) : NULL;
+	int dmark = n_qp_ev, dposted = 0, dok = 0, dev_idx = -1, after = -1;
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_SQD };
+	struct ibv_qp_init_attr qi;
+
+	while (dp && poll_one(cq, &wc, 0) > 0)
+		; /* earlier completions */
+	if (dp && !connect_qp(d, dp->qp_num, &gid, gid_index) &&
+	    !connect_qp(dp, d->qp_num, &gid, gid_index)) {
+		for (int i = 0; i < 4; i++) {
+			struct ibv_send_wr ww = { .wr_id = 60 + i, .sg_list = &sge, .num_sge = 1,
+						  .opcode = IBV_WR_RDMA_WRITE,
+						  .send_flags = IBV_SEND_SIGNALED,
+						  .wr.rdma = { .remote_addr = (uintptr_t)rbuf,
+							       .rkey = rmr->rkey } };
+
+			dposted += !ibv_post_send(d, &ww, &bad);
+		}
+		if (!ibv_modify_qp(d, &qa, IBV_QP_STATE))
+			dev_idx = wait_qp_event(ctx, srq, &limits, dmark, IBV_EVENT_SQ_DRAINED, d,
+						5000);
+		for (int i = 0; i < 4 && poll_one(cq, &wc, 5) == 1; i++)
+			dok += wc.status == IBV_WC_SUCCESS && wc.wr_id >= 60 && wc.wr_id < 64;
+		memset(&qa, 0, sizeof(qa));
+		if (!ibv_query_qp(d, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_SQD &&
+		    !qa.sq_draining) {
+			struct ibv_send_wr ww = { .wr_id = 70, .sg_list = &sge, .num_sge = 1,
+						  .opcode = IBV_WR_RDMA_WRITE,
+						  .send_flags = IBV_SEND_SIGNALED,
+						  .wr.rdma = { .remote_addr = (uintptr_t)rbuf,
+							       .rkey = rmr->rkey } };
+
+			qa.qp_state = IBV_QPS_RTS;
+			if (!ibv_modify_qp(d, &qa, IBV_QP_STATE) && !ibv_post_send(d, &ww, &bad) &&
+			    poll_one(cq, &wc, 5) == 1 && wc.wr_id == 70)
+				after = wc.status;
+		}
+	}
+	checkf("sq_drained_event", dposted == 4 && dev_idx >= 0 && dok == 4 &&
+		   after == IBV_WC_SUCCESS,
+	       "%d WRITEs posted, drained event %d, %d completed, state %d draining %d, WRITE "
+	       "after RTS %d", dposted, dev_idx, dok, qa.qp_state, qa.sq_draining, after);
+	if (d)
+		ibv_destroy_qp(d);
+	if (dp)
+		ibv_destroy_qp(dp);
 
 	int busy = ibv_destroy_srq(srq);
 	ibv_destroy_qp(a);

@@ -134,6 +134,8 @@ impl QpShared {
     /// Moves the QP to ERR: every WQE in flight or posted completes with
     /// [`WcStatus::WrFlushErr`] (after the completions already due).
     pub(super) fn enter_error(&self, e: &mut Engine, ev: &mut Events) {
+        // A drain that ends in ERR is not a drained send queue.
+        e.sq_drain_due = false;
         // A QP on an SRQ tells its owner it takes no more of the SRQ's WQEs (IBA 11.6.3,
         // `IB_EVENT_QP_LAST_WQE_REACHED`), once per entry into ERR.
         if self.srq.is_some() && !e.last_wqe_told {

@@ -197,6 +197,9 @@ pub(crate) struct Engine {
     stage_taken: bool,
     /// `IB_EVENT_QP_LAST_WQE_REACHED` was raised since the QP last left RESET.
     last_wqe_told: bool,
+    /// In SQD, the send queue is not drained yet: `IB_EVENT_SQ_DRAINED` is due once it is
+    /// (and `sq_draining` reads true).
+    sq_drain_due: bool,
     /// A kernel consumer's send and receive queues.
     kq: Option<KernelQueues>,
     /// A posted WQE failed validation: completed with this status once the WQEs before it
@@ -234,6 +237,8 @@ struct Events {
     rcq_err: bool,
     /// The QP, on an SRQ, entered ERR.
     last_wqe: bool,
+    /// The send queue drained (SQD).
+    sq_drained: bool,
 }
 
 /// Parameters of a new QP's data path.
@@ -294,6 +299,7 @@ impl QpShared {
             stage: RecvCopy::new(rq_elem)?,
             stage_taken: false,
             last_wqe_told: false,
+            sq_drain_due: false,
             kq,
             sq_error: None,
             ip: IpParams::default(),
@@ -383,6 +389,9 @@ impl QpShared {
         }
         if ev.last_wqe {
             self.events.raise(QpEvent::LastWqeReached);
+        }
+        if ev.sq_drained {
+            self.events.raise(QpEvent::SqDrained);
         }
     }
 

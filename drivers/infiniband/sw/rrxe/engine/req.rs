@@ -372,6 +372,16 @@ impl QpShared {
                 SendAction::EnterError => self.enter_error(e, ev),
             }
         }
+        self.check_sq_drained(e, ev);
+    }
+
+    /// Raises `IB_EVENT_SQ_DRAINED` once the send queue drained after the QP entered SQD.
+    pub(super) fn check_sq_drained(&self, e: &mut Engine, ev: &mut Events) {
+        // A UD QP's sends are done once handed out: it drains at once.
+        if e.sq_drain_due && (self.qp_type == WireQpType::Ud || e.sender.sq_drained()) {
+            e.sq_drain_due = false;
+            ev.sq_drained = true;
+        }
     }
 
     /// Takes a response (ACK, NAK, READ response, atomic ACK) for the requester.

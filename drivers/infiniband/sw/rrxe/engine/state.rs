@@ -99,6 +99,7 @@ impl QpShared {
         let _bh = BhGuard::new();
         let e = self.eng.lock();
         let mut a = e.attrs;
+        a.sq_draining = e.sq_drain_due;
         // The PSNs where the connection is now, as `rxe_qp_to_attr` reports them: the
         // next request the requester sends and the next one the responder expects.
         if self.qp_type != WireQpType::Ud {
@@ -161,11 +162,14 @@ impl QpShared {
                 } else {
                     // Resumed (from SQD): the WQEs posted meanwhile start.
                     e.sender.set_sq_drain(false);
+                    e.sq_drain_due = false;
                     this.pump(e, ev);
                 }
             }
             if fx.drain_sq {
                 e.sender.set_sq_drain(true);
+                e.sq_drain_due = true;
+                this.check_sq_drained(e, ev);
             }
             if fx.flush {
                 this.enter_error(e, ev);
@@ -187,6 +191,7 @@ impl QpShared {
         // A WQE taken from the SRQ and not used is dropped with the rest (no completions).
         e.stage_taken = false;
         e.last_wqe_told = false;
+        e.sq_drain_due = false;
         if let Ok(prod) = self.sq_producer(e) {
             if let Ok(p) = e.sqs.drain(prod) {
                 self.sq_publish(e, p);

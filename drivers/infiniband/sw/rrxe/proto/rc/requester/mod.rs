@@ -287,6 +287,12 @@ impl<const N: usize> Sender<N> {
         self.una
     }
 
+    /// Returns `true` while draining once every WQE started has completed (the send queue
+    /// is drained: `IB_EVENT_SQ_DRAINED`).
+    pub fn sq_drained(&self) -> bool {
+        self.draining && self.done == self.tx_slot && self.tx_pkt == 0
+    }
+
     /// Enters or leaves SQ drain: while draining, no new WQE is started; the one being
     /// transmitted is finished (IBA 10.3.1.3).
     pub fn set_sq_drain(&mut self, draining: bool) {
