@@ -29,6 +29,10 @@
  *  - sq_drained_event: an RC QP with WRITEs posted, moved to SQD, raises
  *    IBV_EVENT_SQ_DRAINED once they completed (all of them, successfully); ibv_query_qp
  *    then reports SQD and sq_draining 0; back to RTS, a new WRITE completes;
+ *  - srq_resize: an SRQ of 4 WQEs with 3 posted grows (IBV_SRQ_MAX_WR) to at least 64:
+ *    ibv_query_srq says so, 40 more receives can be posted, and SENDs to a QP on it take
+ *    the 3 first receives first, in order, then the new ones; shrinking it below the WQEs
+ *    it holds fails (EINVAL) and changes nothing;
  *  - srq_destroy_busy: the SRQ cannot be destroyed while QPs use it (EBUSY), can after.
  * Prints "RRXE-TEST <name> ok|FAIL: ..." per check and exits non-zero if any failed.
  *
@@ -397,6 +401,61 @@ int main(int argc, char **argv)
 		ibv_destroy_qp(d);
 	if (dp)
 		ibv_destroy_qp(dp);
+
+	/* Resizing an SRQ with WQEs in it. */
+	struct ibv_srq_init_attr si2 = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_srq *s2 = ibv_create_srq(pd, &si2);
+	struct ibv_qp *ts = s2 ? make_qp(pd, cq, NULL) : NULL, *tr = ts ? make_qp(pd, cq, s2) : NULL;
+	int rposted = 0, grow = -1, shrink = -1, in_order = 0, rq = -1;
+	struct ibv_srq_attr ra = {};
+
+	if (tr && !connect_qp(ts, tr->qp_num, &gid, gid_index) &&
+	    !connect_qp(tr, ts->qp_num, &gid, gid_index)) {
+		struct ibv_sge rs = { (uintptr_t)rbuf, MSG, rmr->lkey };
+
+		while (poll_one(cq, &wc, 0) > 0)
+			; /* earlier completions */
+		for (int i = 0; i < 43; i++) {
+			struct ibv_recv_wr rw = { .wr_id = 500 + i, .sg_list = &rs, .num_sge = 1 };
+
+			if (i == 3) {
+				ra.max_wr = 64;
+				grow = ibv_modify_srq(s2, &ra, IBV_SRQ_MAX_WR);
+				memset(&ra, 0, sizeof(ra));
+				rq = ibv_query_srq(s2, &ra);
+			}
+			struct ibv_recv_wr *rbad;
+
+			rposted += !ibv_post_srq_recv(s2, &rw, &rbad);
+		}
+		struct ibv_srq_attr small = { .max_wr = 8 };
+
+		shrink = ibv_modify_srq(s2, &small, IBV_SRQ_MAX_WR);
+		for (int i = 0; i < 5; i++) {
+			struct ibv_send_wr sw = { .wr_id = 600 + i, .sg_list = &sge, .num_sge = 1,
+						  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+
+			if (ibv_post_send(ts, &sw, &bad))
+				break;
+		}
+		/* 5 sends and 5 receives complete; the receives must be 500..504 in order. */
+		for (int n = 0, next = 500; n < 10 && poll_one(cq, &wc, 5) == 1; n++)
+			if (wc.status == IBV_WC_SUCCESS && wc.wr_id >= 500 && wc.wr_id < 600 &&
+			    (int)wc.wr_id == next) {
+				next++;
+				in_order++;
+			}
+	}
+	checkf("srq_resize", grow == 0 && rq == 0 && ra.max_wr >= 64 && rposted == 43 &&
+		   shrink == EINVAL && in_order == 5,
+	       "grow %d, query %d max_wr %u, %d of 43 receives posted, shrink below the count "
+	       "%d, %d of 5 receives in order", grow, rq, ra.max_wr, rposted, shrink, in_order);
+	if (tr)
+		ibv_destroy_qp(tr);
+	if (ts)
+		ibv_destroy_qp(ts);
+	if (s2)
+		ibv_destroy_srq(s2);
 
 	int busy = ibv_destroy_srq(srq);
 	ibv_destroy_qp(a);

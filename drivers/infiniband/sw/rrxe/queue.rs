@@ -172,29 +172,44 @@ impl ProducedQueue {
     /// Copies the waiting entries into `new` and publishes its indices; returns its producer
     /// index.
     fn move_entries(&self, new: &SharedQueue) -> Result<u32> {
-        let plan = ResizePlan::new(
-            self.queue.geo,
-            new.geo,
-            self.producer.producer(),
-            self.queue.consumer_acquire()?,
-        )
-        .map_err(|_| EINVAL)?;
-        let mut elem = [0u8; MAX_ELEM_COPY];
-        let elem = elem.get_mut(..plan.copy_len()).ok_or(EINVAL)?;
-        for (from, to) in plan.copies() {
-            self.queue.buf.read(from.offset, elem)?;
-            new.buf.write(to.offset, elem)?;
-        }
-        new.buf
-            .store_relaxed(CONSUMER_INDEX_OFFSET, plan.new_consumer())?;
-        new.buf
-            .store_release(PRODUCER_INDEX_OFFSET, plan.new_producer())?;
-        Ok(plan.new_producer())
+        let consumer = self.queue.consumer_acquire()?;
+        move_waiting(&self.queue, new, self.producer.producer(), consumer).map(|(p, _)| p)
     }
 }
 
-/// Largest slot a resize copies: a CQ slot (a `struct rxe_cqe` rounded up to a cache line).
-const MAX_ELEM_COPY: usize = 128;
+/// Copies the entries waiting in `old` (`[consumer, producer)`, the indices as the caller
+/// holds them under the queue's locks) to the start of `new`, and publishes `new`'s indices
+/// (a resize, as rxe's `resize_finish()`). Returns `new`'s producer and consumer indices;
+/// `EINVAL` if the indices are impossible or the entries do not fit.
+pub(crate) fn move_waiting(
+    old: &SharedQueue,
+    new: &SharedQueue,
+    producer: u32,
+    consumer: u32,
+) -> Result<(u32, u32)> {
+    let plan = ResizePlan::new(old.geo, new.geo, producer, consumer).map_err(|_| EINVAL)?;
+    let mut chunk = [0u8; COPY_CHUNK];
+    for (from, to) in plan.copies() {
+        let mut done = 0;
+        while done < plan.copy_len() {
+            let n = plan.copy_len().saturating_sub(done).min(COPY_CHUNK);
+            let buf = chunk.get_mut(..n).ok_or(EINVAL)?;
+            old.buf
+                .read(from.offset.checked_add(done).ok_or(EINVAL)?, buf)?;
+            new.buf
+                .write(to.offset.checked_add(done).ok_or(EINVAL)?, buf)?;
+            done = done.saturating_add(n);
+        }
+    }
+    new.buf
+        .store_relaxed(CONSUMER_INDEX_OFFSET, plan.new_consumer())?;
+    new.buf
+        .store_release(PRODUCER_INDEX_OFFSET, plan.new_producer())?;
+    Ok((plan.new_producer(), plan.new_consumer()))
+}
+
+/// Bytes a resize copies at a time (slots are copied in pieces of this size, on the stack).
+const COPY_CHUNK: usize = 128;
 
 #[kunit_tests(rrxe_queue)]
 mod tests {

@@ -22,7 +22,7 @@ use crate::proto::uabi::{
     self, CheckedRecvWqe, CreateSrqRespFields, KernelConsumer, LengthCheck, QueueGeometry,
     RecvQueueParams, CACHE_LINE_SIZE, MAX_MSG_SIZE, RECV_WQE_DATA_OFFSET,
 };
-use crate::queue::SharedQueue;
+use crate::queue::{move_waiting, SharedQueue};
 use crate::Rrxe;
 use kernel::new_spinlock;
 use kernel::prelude::*;
@@ -34,6 +34,7 @@ use kernel::rdma::{
     BhGuard,
 };
 use kernel::sync::{Arc, SpinLock};
+use kernel::uaccess::{UserPtr, UserSlice};
 
 /// Per-SRQ driver data.
 pub(crate) struct RrxeSrq {
@@ -50,8 +51,6 @@ pub(crate) struct SrqShared {
     params: RecvQueueParams,
     /// Size of a WQE slot (a power of two): what a QP's copy of one must hold.
     elem: usize,
-    /// Capacity in WQEs.
-    capacity: u32,
     max_sge: u32,
 }
 
@@ -67,6 +66,8 @@ struct SrqQueue {
     consumer: KernelConsumer,
     /// The armed limit (0: not armed).
     limit: u32,
+    /// Capacity in WQEs (a resize changes it).
+    capacity: u32,
 }
 
 impl SrqQueue {
@@ -145,6 +146,7 @@ impl RrxeSrq {
                         ring,
                         consumer: KernelConsumer::new(geo),
                         limit: a.srq_limit,
+                        capacity: geo.capacity(),
                     },
                     "rrxe_srq"
                 ),
@@ -154,7 +156,6 @@ impl RrxeSrq {
                     length_check: LengthCheck::SgeSum,
                 },
                 elem: geo.elem_size(),
-                capacity: geo.capacity(),
                 max_sge,
             }),
             crate::params::gfp_user(),
@@ -165,45 +166,94 @@ impl RrxeSrq {
         })
     }
 
-    /// `ibv_modify_srq`: arms the limit (`IB_SRQ_LIMIT`); resizing is not offered.
+    /// `ibv_modify_srq`: arms the limit (`IB_SRQ_LIMIT`), resizes a user SRQ
+    /// (`IB_SRQ_MAX_WR`, as rdma_rxe; a kernel consumer's SRQ is not resized).
     pub(crate) fn modify(
         srq: &Srq<Rrxe>,
         attrs: &SrqAttrs,
         mask: SrqAttrMask,
         udata: Option<&UData>,
     ) -> Result {
-        // struct rxe_modify_srq_cmd: the address librxe wants a resized queue's mminfo at
-        // (always sent; only a resize would use it).
-        if udata.is_some_and(|u| u.in_len() < 8) {
-            return Err(EINVAL);
+        // struct rxe_modify_srq_cmd { __aligned_u64 mmap_info_addr; }: where librxe wants a
+        // resized queue's mminfo (always sent; only a resize uses it).
+        let mut cmd = [0u8; 8];
+        if let Some(u) = udata {
+            u.read_input(&mut cmd)?;
         }
         if mask.bits() & !(SrqAttrMask::LIMIT | SrqAttrMask::MAX_WR) != 0 {
             return Err(EINVAL);
         }
         if mask.contains(SrqAttrMask::MAX_WR) {
-            return Err(EOPNOTSUPP);
+            let udata = udata.ok_or(EOPNOTSUPP)?;
+            Self::resize(srq, attrs.max_wr, u64::from_ne_bytes(cmd), udata)?;
         }
         let this = &srq.data().shared;
         if mask.contains(SrqAttrMask::LIMIT) {
-            if attrs.srq_limit > this.capacity {
+            let _bh = BhGuard::new();
+            let mut q = this.q.lock();
+            if attrs.srq_limit > q.capacity {
                 return Err(EINVAL);
             }
-            let _bh = BhGuard::new();
-            this.q.lock().limit = attrs.srq_limit;
+            q.limit = attrs.srq_limit;
         }
         Ok(())
+    }
+
+    /// Resizes a user SRQ to at least `max_wr` WQEs, keeping the waiting ones (rxe's
+    /// `rxe_queue_resize()`): a new queue, its `struct mminfo` written at `mi_addr` for librxe
+    /// to map it, the waiting WQEs moved into it under the SRQ's lock (librxe holds its
+    /// posting lock during the call). `EINVAL` if they do not fit, or if the armed limit
+    /// would exceed the new size.
+    fn resize(srq: &Srq<Rrxe>, max_wr: u32, mi_addr: u64, udata: &UData) -> Result {
+        let this = &srq.data().shared;
+        if max_wr == 0 || max_wr > params::MAX_SRQ_WR {
+            return Err(EINVAL);
+        }
+        let ctx = udata.ucontext::<Rrxe>().ok_or(EINVAL)?;
+        let geo = geometry(max_wr, this.elem)?;
+        let (queue, mi) = SharedQueue::new_user(ctx, geo)?;
+        // Writing to userspace may fault and sleep: before the lock. If the move fails, the
+        // verb fails and librxe keeps its mapping of the old queue.
+        UserSlice::new(UserPtr::from_addr(usize::try_from(mi_addr)?), mi.len())
+            .writer()
+            .write_slice(&mi)?;
+        let bh = BhGuard::new();
+        let mut q = this.q.lock();
+        // `Ok(old queue)` or `Err(refused new queue)`: dropped (which may sleep) after the
+        // lock.
+        let moved = match &q.ring {
+            Ring::User(old) if q.limit <= geo.capacity() => q
+                .producer()
+                .and_then(|p| move_waiting(old, &queue, p, q.consumer.consumer()))
+                .map_err(|_| ()),
+            _ => Err(()),
+        };
+        let swapped = match moved {
+            Ok((_, consumer)) => {
+                q.consumer = KernelConsumer::with_index(geo, consumer);
+                q.capacity = geo.capacity();
+                Ok(core::mem::replace(&mut q.ring, Ring::User(queue)))
+            }
+            Err(()) => Err(queue),
+        };
+        drop(q);
+        drop(bh);
+        match swapped {
+            Ok(_old) => Ok(()),
+            Err(_refused) => Err(EINVAL),
+        }
     }
 
     /// `ibv_query_srq`.
     pub(crate) fn query(srq: &Srq<Rrxe>) -> SrqAttrs {
         let this = &srq.data().shared;
-        let srq_limit = {
+        let (srq_limit, capacity) = {
             let _bh = BhGuard::new();
             let q = this.q.lock();
-            q.limit
+            (q.limit, q.capacity)
         };
         SrqAttrs {
-            max_wr: this.capacity,
+            max_wr: capacity,
             max_sge: this.max_sge,
             srq_limit,
         }

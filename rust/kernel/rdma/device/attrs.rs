@@ -159,6 +159,8 @@ pub mod device_cap {
         bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
     /// RDMA FLUSH for global visibility (IBA 1.5 annex A19; `IB_DEVICE_FLUSH_GLOBAL`).
     pub const FLUSH_GLOBAL: u64 = bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL as u64;
+    /// Shared receive queues can be resized (`IB_DEVICE_SRQ_RESIZE`).
+    pub const SRQ_RESIZE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
     /// RDMA ATOMIC WRITE (IBA 1.5 annex A19) on RC QPs (`IB_DEVICE_ATOMIC_WRITE`).
     pub const ATOMIC_WRITE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
 }

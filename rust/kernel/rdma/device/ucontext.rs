@@ -43,6 +43,24 @@ impl UData {
         unsafe { (*self.0.get()).outlen }
     }
 
+    /// Reads the start of the driver-specific input from userspace into `buf`.
+    ///
+    /// Fails with `EINVAL` if userspace provided less than `buf.len()` bytes (the command
+    /// size is part of the driver's ABI).
+    pub fn read_input(&self, buf: &mut [u8]) -> Result {
+        if self.in_len() < buf.len() {
+            return Err(EINVAL);
+        }
+        // SAFETY: By the type invariant, `self.0` is valid.
+        let inbuf = unsafe { (*self.0.get()).inbuf };
+        crate::uaccess::UserSlice::new(
+            crate::uaccess::UserPtr::from_ptr(inbuf.cast_mut()),
+            buf.len(),
+        )
+        .reader()
+        .read_slice(buf)
+    }
+
     /// Writes the driver's response to userspace.
     ///
     /// Fails with `EINVAL` if userspace provided less room than `data` needs (the response

@@ -59,7 +59,7 @@ impl Driver for Rrxe {
         if udata.is_some_and(|u| u.in_len() != 0 || u.out_len() != 0) {
             return Err(EINVAL);
         }
-        // Only what is implemented is advertised: no SRQ resizing.
+        // Only what is implemented is advertised.
         Ok(DeviceAttrs {
             sys_image_guid: dev.data().sys_image_guid.load(Relaxed),
             // Fast registration, local and remote invalidation: what kernel storage
@@ -71,6 +71,7 @@ impl Driver for Rrxe {
                 | device_cap::SYS_IMAGE_GUID
                 | device_cap::ATOMIC_WRITE
                 | device_cap::FLUSH_GLOBAL
+                | device_cap::SRQ_RESIZE
                 | device_cap::MEM_WINDOW
                 | device_cap::MEM_WINDOW_TYPE_2B,
             max_fast_reg_page_list_len: crate::mr::MAX_FAST_REG_PAGES,

@@ -62,7 +62,6 @@ impl KernelConsumer {
     }
 
     /// Creates a consumer resuming at `consumer` (after a resize), masked.
-    #[cfg(rrxe_host)]
     pub fn with_index(geom: QueueGeometry, consumer: u32) -> Self {
         Self {
             geom,
@@ -77,7 +76,6 @@ impl KernelConsumer {
     }
 
     /// Returns the kernel's private consumer index.
-    #[cfg(rrxe_host)]
     pub fn consumer(&self) -> u32 {
         self.consumer
     }
