@@ -253,6 +253,11 @@ done
 guest_test rping 300 --file "$REPO/scripts/tests/rping.sh" "$REPO/scripts/tests/rping-rrxe.sh" "$REPO/scripts/tests/rping-rrxe.sh"
 guest_test rping-mixed 300 --file "$REPO/scripts/tests/rping.sh" "$REPO/scripts/tests/rping-mixed.sh" "$REPO/scripts/tests/rping-mixed.sh"
 guest_test rping-mixed2 300 --file "$REPO/scripts/tests/rping.sh" "$REPO/scripts/tests/rping-mixed2.sh" "$REPO/scripts/tests/rping-mixed2.sh"
+# RDMA CM multicast (mckey): UD datagrams to a group, delivered to the attached QP; rrxe on
+# both guests, then rdma_rxe as the receiver. Not rdma_rxe as the sender: with mckey it puts
+# 1 or 2 of the 20 datagrams on the wire (captured), to rdma_rxe as to rrxe.
+guest_test mckey 300 --file "$REPO/scripts/tests/mckey.sh" "$REPO/scripts/tests/mckey-rrxe.sh" "$REPO/scripts/tests/mckey-rrxe.sh"
+guest_test mckey-mixed2 300 --file "$REPO/scripts/tests/mckey.sh" "$REPO/scripts/tests/mckey-mixed2.sh" "$REPO/scripts/tests/mckey-mixed2.sh"
 
 # Loopback: QPs of one device talking to each other, with stock tools.
 guest_test loopback 400 "$REPO/scripts/tests/loopback.sh"

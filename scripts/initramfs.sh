@@ -25,7 +25,7 @@ set -euo pipefail
 TOOLS="busybox bash timeout env xargs setsid taskset
 	ibv_devices ibv_devinfo ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong
 	ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat
-	ib_atomic_bw ib_atomic_lat rping rdma ip tc ss iperf3"
+	ib_atomic_bw ib_atomic_lat rping mckey rdma ip tc ss iperf3"
 MULTIARCH=/usr/lib/x86_64-linux-gnu
 PROVIDER=$MULTIARCH/libibverbs/librxe-rdmav34.so
 OUT=$BUILD/initramfs.cpio

@@ -573,10 +573,11 @@ pub(crate) unsafe fn rereg_user<T: Driver>(
     let flags = u32::try_from(flags).map_err(|_| EINVAL)?;
     let has = |bit: u32| flags & bit != 0;
     let access = AccessFlags::from_raw(u32::from_ne_bytes(access.to_ne_bytes()));
+    let new_pd = has(bindings::ib_mr_rereg_flags_IB_MR_REREG_PD);
+    // SAFETY: Per the function's contract, `pd` is a valid PD of `T` when the flag is set.
+    let new_pd = new_pd.then(|| unsafe { &*pd.cast::<Pd<T>>() });
     let change = MrRereg {
-        // SAFETY: Per the function's contract.
-        pd: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_PD)
-            .then(|| unsafe { &*pd.cast::<Pd<T>>() }),
+        pd: new_pd,
         access: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS).then_some(access),
         translation: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS).then_some(UserMrReq {
             start,

@@ -122,6 +122,24 @@ impl NetDevice {
         // SAFETY: The netdevice is valid.
         unsafe { bindings::is_vlan_dev(self.as_raw()) }
     }
+
+    /// Adds the multicast link-layer address `addr` to the interface's receive filter
+    /// (`dev_mc_add`; counted: each add needs its [`NetDevice::mc_del`]).
+    ///
+    /// # Context
+    ///
+    /// Process context, or any context but hard interrupts with bottom halves enabled.
+    pub fn mc_add(&self, addr: &[u8; 6]) -> Result {
+        // SAFETY: The netdevice is valid; `addr` is an Ethernet address of `addr_len` bytes.
+        to_result(unsafe { bindings::dev_mc_add(self.as_raw(), addr.as_ptr()) })
+    }
+
+    /// Removes one reference to the multicast address `addr` added by
+    /// [`NetDevice::mc_add`] (`dev_mc_del`).
+    pub fn mc_del(&self, addr: &[u8; 6]) -> Result {
+        // SAFETY: As for `mc_add`.
+        to_result(unsafe { bindings::dev_mc_del(self.as_raw(), addr.as_ptr()) })
+    }
 }
 
 /// A netdevice event (`enum netdev_cmd`) that RDMA drivers act on.

@@ -637,3 +637,24 @@ pub(crate) unsafe fn destroy<T: Driver>(qp: *mut bindings::ib_qp) -> Result {
     }
     Ok(())
 }
+
+/// `attach_mcast` and `detach_mcast` trampoline body.
+///
+/// # Safety
+///
+/// `qp` was initialised by `create_qp`; `gid` is valid.
+pub(crate) unsafe fn mcast<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    attach: bool,
+) -> Result {
+    // SAFETY: `gid` is valid; `ib_gid` is a union of plain byte arrays.
+    let gid = unsafe { (*gid).raw };
+    // SAFETY: The QP is initialised.
+    let qp = unsafe { &*qp.cast::<Qp<T>>() };
+    if attach {
+        T::attach_mcast(qp, &gid)
+    } else {
+        T::detach_mcast(qp, &gid)
+    }
+}

@@ -85,8 +85,9 @@ fn fetch_add_wraps_modulo_2_64() {
     }
 }
 
-fn responder(psn: u32) -> Responder {
-    Responder::new(ResponderConfig {
+/// The responder configuration of these tests: remote atomics only.
+fn config(psn: u32) -> ResponderConfig {
+    ResponderConfig {
         rq_psn: Psn::new(psn),
         mtu: PathMtu::MTU_1024,
         min_rnr_timer: RnrTimer::new(1).unwrap(),
@@ -95,12 +96,30 @@ fn responder(psn: u32) -> Responder {
         remote_atomic: true,
         max_dest_rd_atomic: 4,
         flush_types: 0,
-    })
+    }
+}
+
+fn responder(psn: u32) -> Responder {
+    Responder::new(config(psn))
+}
+
+/// A request with the headers of `spec` as it arrives: built with `opcode` and `psn` for the
+/// test's QP, parsed and reduced to a [`Request`] (`None` if it does not parse).
+fn arrive(mut spec: PacketSpec<'_>, opcode: Opcode, psn: Psn) -> Option<Request> {
+    spec.bth.opcode = opcode;
+    spec.bth.dest_qp = Qpn::new(DEST_QP);
+    spec.bth.pkey = PKEY;
+    spec.bth.psn = psn;
+    spec.bth.ack_req = true;
+    let bytes = build_vec(&spec);
+    packet::parse_for(&bytes, QpType::Rc)
+        .ok()
+        .map(|p| Request::from_packet(&p))
 }
 
 /// An atomic request as it arrives: built, parsed and reduced to a [`Request`].
 fn atomic_request(opcode: Opcode, psn: Psn, va: u64, swap_add: u64, compare: u64) -> Request {
-    let mut spec = PacketSpec {
+    let spec = PacketSpec {
         atomic_eth: Some(AtomicEthFields {
             va,
             rkey: RKEY,
@@ -109,13 +128,7 @@ fn atomic_request(opcode: Opcode, psn: Psn, va: u64, swap_add: u64, compare: u64
         }),
         ..PacketSpec::default()
     };
-    spec.bth.opcode = opcode;
-    spec.bth.dest_qp = Qpn::new(DEST_QP);
-    spec.bth.pkey = PKEY;
-    spec.bth.psn = psn;
-    spec.bth.ack_req = true;
-    let bytes = build_vec(&spec);
-    Request::from_packet(&packet::parse_for(&bytes, QpType::Rc).unwrap())
+    arrive(spec, opcode, psn).unwrap()
 }
 
 /// Builds the atomic ACKnowledge of `reply`, parses it back and checks it.
@@ -328,21 +341,16 @@ proptest! {
 
 fn write_responder(psn: u32, remote_write: bool) -> Responder {
     Responder::new(ResponderConfig {
-        rq_psn: Psn::new(psn),
-        mtu: PathMtu::MTU_1024,
-        min_rnr_timer: RnrTimer::new(1).unwrap(),
         remote_write,
-        remote_read: false,
         remote_atomic: false,
-        max_dest_rd_atomic: 4,
-        flush_types: 0,
+        ..config(psn)
     })
 }
 
 /// An ATOMIC WRITE request as it arrives: RETH (`va`, `dma_len`) and `payload`, built,
 /// parsed and reduced to a [`Request`].
 fn atomic_write_request(psn: Psn, va: u64, dma_len: u32, payload: &[u8]) -> Option<Request> {
-    let mut spec = PacketSpec {
+    let spec = PacketSpec {
         reth: Some(RethFields {
             va,
             rkey: RKEY,
@@ -351,15 +359,7 @@ fn atomic_write_request(psn: Psn, va: u64, dma_len: u32, payload: &[u8]) -> Opti
         payload,
         ..PacketSpec::default()
     };
-    spec.bth.opcode = Opcode::RC_ATOMIC_WRITE;
-    spec.bth.dest_qp = Qpn::new(DEST_QP);
-    spec.bth.pkey = PKEY;
-    spec.bth.psn = psn;
-    spec.bth.ack_req = true;
-    let bytes = build_vec(&spec);
-    packet::parse_for(&bytes, QpType::Rc)
-        .ok()
-        .map(|p| Request::from_packet(&p))
+    arrive(spec, Opcode::RC_ATOMIC_WRITE, psn)
 }
 
 #[test]
@@ -453,21 +453,17 @@ fn atomic_write_needs_remote_write_eight_bytes_and_alignment() {
 
 fn flush_responder(psn: u32, flush_types: u8) -> Responder {
     Responder::new(ResponderConfig {
-        rq_psn: Psn::new(psn),
-        mtu: PathMtu::MTU_1024,
-        min_rnr_timer: RnrTimer::new(1).unwrap(),
         remote_write: true,
         remote_read: true,
-        remote_atomic: true,
         flush_types,
-        max_dest_rd_atomic: 4,
+        ..config(psn)
     })
 }
 
 /// A FLUSH request as it arrives: FETH (`types`, `level`) and RETH, built, parsed and reduced
 /// to a [`Request`].
 fn flush_request(psn: Psn, types: u8, level: u8, va: u64, len: u32) -> Request {
-    let mut spec = PacketSpec {
+    let spec = PacketSpec {
         feth: Some(FethFields::new(types, level)),
         reth: Some(RethFields {
             va,
@@ -476,13 +472,7 @@ fn flush_request(psn: Psn, types: u8, level: u8, va: u64, len: u32) -> Request {
         }),
         ..PacketSpec::default()
     };
-    spec.bth.opcode = Opcode::RC_FLUSH;
-    spec.bth.dest_qp = Qpn::new(DEST_QP);
-    spec.bth.pkey = PKEY;
-    spec.bth.psn = psn;
-    spec.bth.ack_req = true;
-    let bytes = build_vec(&spec);
-    Request::from_packet(&packet::parse_for(&bytes, QpType::Rc).unwrap())
+    arrive(spec, Opcode::RC_FLUSH, psn).unwrap()
 }
 
 #[test]

@@ -114,3 +114,56 @@ fn build_headers_leaves_the_payload_and_matches_build() {
     b[l.payload.clone()].copy_from_slice(&payload);
     assert_eq!(&a[..n], &b[..n]);
 }
+
+#[test]
+fn multicast_groups_map_to_their_ethernet_addresses() {
+    use rrxe_proto::ip::{is_multicast, multicast_mac, MULTICAST_QPN};
+    let v4 = |a: u8, b: u8, c: u8, d: u8| [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d];
+    // IPv4 224.0.0.0/4, the low 23 bits (the top bit of the second byte dropped).
+    assert_eq!(
+        multicast_mac(&v4(239, 129, 2, 3)),
+        Some([0x01, 0x00, 0x5e, 0x01, 2, 3])
+    );
+    assert_eq!(
+        multicast_mac(&v4(224, 0, 0, 251)),
+        Some([0x01, 0x00, 0x5e, 0, 0, 251])
+    );
+    // IPv6 ff00::/8, the low 32 bits.
+    let mut v6 = [0u8; 16];
+    v6[0] = 0xff;
+    v6[1] = 0x0e;
+    v6[12..].copy_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+    assert_eq!(
+        multicast_mac(&v6),
+        Some([0x33, 0x33, 0xde, 0xad, 0xbe, 0xef])
+    );
+    // Unicast: none.
+    assert!(!is_multicast(&v4(192, 0, 2, 1)) && multicast_mac(&v4(192, 0, 2, 1)).is_none());
+    assert!(!is_multicast(&v4(240, 0, 0, 1)));
+    let mut ll = [0u8; 16];
+    ll[0] = 0xfe;
+    ll[1] = 0x80;
+    assert!(multicast_mac(&ll).is_none());
+    assert_eq!(MULTICAST_QPN, 0xff_ffff);
+}
+
+#[test]
+fn destination_gid_of_ipv4_and_ipv6_headers() {
+    use rrxe_proto::icrc::IpHdr;
+    use rrxe_proto::ip::dest_gid;
+    let mut v4 = [0u8; 20];
+    v4[0] = 0x45;
+    v4[16..20].copy_from_slice(&[239, 1, 2, 3]);
+    assert_eq!(
+        dest_gid(&IpHdr::V4(&v4)),
+        [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 1, 2, 3]
+    );
+    let mut v6 = [0u8; 40];
+    v6[0] = 0x60;
+    v6[24] = 0xff;
+    v6[39] = 7;
+    let g = dest_gid(&IpHdr::V6(&v6));
+    assert_eq!((g[0], g[15]), (0xff, 7));
+    // A truncated header names no address.
+    assert_eq!(dest_gid(&IpHdr::V4(&v4[..10])), [0; 16]);
+}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Shared by the libibverbs test programs: one "RRXE-TEST <name> ok|FAIL: ..." line per
- * check (read by scripts/check.sh), opening a device by name, the TCP rendezvous of the
+ * check (read by scripts/check.sh), opening a device by name, connecting a loopback RC QP,
+ * the TCP rendezvous of the
  * two-guest tests and whole reads and writes on the socket they exchange QP details over.
  */
 #ifndef RRXE_TEST_H
@@ -45,6 +46,35 @@ static inline void checkf(const char *name, int ok, const char *fmt, ...)
 	}
 	errno = 0;
 	check(name, ok, why);
+}
+
+/*
+ * Connects RC QP @qp (RESET) to QP @dqpn through GID @gid (this device's own for loopback)
+ * and source GID @gid_index, granting the peer @access; both PSNs 0x100, MTU 1024, one READ
+ * or atomic outstanding each way, retries 7. Returns 0, or non-zero with errno set.
+ */
+static inline int rc_connect(struct ibv_qp *qp, uint32_t dqpn, const union ibv_gid *gid,
+			     int gid_index, unsigned int access)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+				 .qp_access_flags = access };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS))
+		return -1;
+	a = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dqpn,
+		.rq_psn = 0x100, .max_dest_rd_atomic = 1, .min_rnr_timer = 12,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = *gid, .sgid_index = gid_index, .hop_limit = 64 } },
+	};
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+				  .rnr_retry = 7, .sq_psn = 0x100, .max_rd_atomic = 1 };
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 static inline struct ibv_context *open_dev(const char *name)

@@ -223,12 +223,8 @@ impl Window {
 
     /// Takes the state's lock, with bottom halves disabled (the data path takes it in
     /// softirq).
-    fn lock(&self) -> WindowGuard<'_> {
-        let bh = BhGuard::new();
-        WindowGuard {
-            guard: self.state.lock(),
-            _bh: bh,
-        }
+    fn lock(&self) -> BhLocked<'_, WindowState> {
+        BhLocked::lock(&self.state)
     }
 
     /// Binds the window for a QP (number `qpn`) of protection domain `pd_id` to `mr` (the
@@ -345,27 +341,6 @@ impl Window {
         // The range is inside the region (checked at bind): this cannot overflow.
         let off = b.addr.checked_sub(u.iova)?.checked_add(off)?;
         Some((b.mr.clone(), usize::try_from(off).ok()?))
-    }
-}
-
-/// The locked state of a window; bottom halves stay disabled while it is held.
-struct WindowGuard<'a> {
-    // Dropped first: the lock is released before bottom halves are enabled again.
-    guard: SpinLockGuard<'a, WindowState>,
-    _bh: BhGuard,
-}
-
-impl core::ops::Deref for WindowGuard<'_> {
-    type Target = WindowState;
-
-    fn deref(&self) -> &WindowState {
-        &self.guard
-    }
-}
-
-impl core::ops::DerefMut for WindowGuard<'_> {
-    fn deref_mut(&mut self) -> &mut WindowState {
-        &mut self.guard
     }
 }
 
@@ -587,12 +562,8 @@ impl MrInner {
 impl FastRegion {
     /// Takes the state's lock, with bottom halves disabled (the data path takes it in
     /// softirq).
-    fn lock(&self) -> FastGuard<'_> {
-        let bh = BhGuard::new();
-        FastGuard {
-            guard: self.state.lock(),
-            _bh: bh,
-        }
+    fn lock(&self) -> BhLocked<'_, FastState> {
+        BhLocked::lock(&self.state)
     }
 
     /// Calls `f(dma, address, range)` for each piece, within one page, of the `len` bytes at
@@ -623,23 +594,35 @@ impl FastRegion {
     }
 }
 
-/// The locked state of a fast region; bottom halves stay disabled while it is held.
-struct FastGuard<'a> {
+/// A spinlock the data path also takes in softirq, held with bottom halves disabled (a
+/// fast region's or a window's state).
+struct BhLocked<'a, T> {
     // Dropped first: the lock is released before bottom halves are enabled again.
-    guard: SpinLockGuard<'a, FastState>,
+    guard: SpinLockGuard<'a, T>,
     _bh: BhGuard,
 }
 
-impl core::ops::Deref for FastGuard<'_> {
-    type Target = FastState;
+impl<'a, T> BhLocked<'a, T> {
+    /// Disables bottom halves, then takes `lock`.
+    fn lock(lock: &'a SpinLock<T>) -> Self {
+        let bh = BhGuard::new();
+        Self {
+            guard: lock.lock(),
+            _bh: bh,
+        }
+    }
+}
 
-    fn deref(&self) -> &FastState {
+impl<T> core::ops::Deref for BhLocked<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
         &self.guard
     }
 }
 
-impl core::ops::DerefMut for FastGuard<'_> {
-    fn deref_mut(&mut self) -> &mut FastState {
+impl<T: Unpin> core::ops::DerefMut for BhLocked<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
         &mut self.guard
     }
 }

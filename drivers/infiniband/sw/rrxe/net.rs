@@ -8,8 +8,10 @@
 //! see [`crate::engine`]). Each outcome has a port counter
 //! (`rdma statistic show link rrxe0/1`), and so do the transmit side's.
 
+use crate::device::RrxeDev;
 use crate::proto::{
     icrc::{self, IpHdr},
+    ip::{self, MULTICAST_QPN},
     packet::{self, Packet},
 };
 use crate::wire::kernel_crc32;
@@ -197,6 +199,28 @@ fn classify<'a>(
     Ok((pkt, ip, payload.len()))
 }
 
+/// Delivers a multicast datagram to each QP attached to its destination group (each takes
+/// it as a datagram of its own; at most `MAX_QP_ATTACH` of them, so the work is bounded).
+/// Counted as dropped if none took it, as an unknown QP if the group has no members here.
+fn deliver_multicast(dev: &RrxeDev, p: &Packet<'_>, ip: &IpHdr<'_>) -> bool {
+    let stats = &dev.shared.stats;
+    let Some(members) = dev.mcast_members(&ip::dest_gid(ip)) else {
+        stats.inc(PortCounter::UnknownQp);
+        return false;
+    };
+    let src = source_gid(ip);
+    let mut taken = false;
+    for &qpn in members.qpns() {
+        if let Some(qp) = dev.qp(qpn) {
+            taken |= qp.receive(p, ip, &src);
+        }
+    }
+    if !taken {
+        stats.inc(PortCounter::Dropped);
+    }
+    taken
+}
+
 impl TunnelRx for Rrxe {
     fn receive(mut pkt: RxPacket) {
         // Datagrams that do not belong to an rrxe device are dropped (by `pkt`'s drop).
@@ -216,7 +240,9 @@ impl TunnelRx for Rrxe {
             Ok((p, ip, len)) => {
                 stats.inc(PortCounter::Pkts);
                 stats.add(PortCounter::RcvdBytes, u64::try_from(len).unwrap_or(0));
-                match dev.data().qp(p.bth.dest_qp().get()) {
+                let dest = p.bth.dest_qp().get();
+                match dev.data().qp(dest) {
+                    _ if dest == MULTICAST_QPN => deliver_multicast(dev.data(), &p, &ip),
                     Some(qp) if qp.receive(&p, &ip, &source_gid(&ip)) => true,
                     Some(_) => {
                         stats.inc(PortCounter::Dropped);

@@ -68,6 +68,13 @@ pub(crate) const MIN_QPN: u32 = 16;
 /// Most memory regions per device.
 pub(crate) const MAX_MR: u32 = MAX_MR_INDEX;
 
+/// Most multicast groups per device (rdma_rxe's `RXE_MAX_MCAST_GRP`).
+pub(crate) const MAX_MCAST_GRP: u32 = 8192;
+
+/// Most multicast attachments per device, all groups together (rdma_rxe's
+/// `RXE_MAX_TOT_MCAST_QP_ATTACH`).
+pub(crate) const MAX_TOTAL_MCAST_QP_ATTACH: u32 = 0x70000;
+
 /// Most memory windows per device (rdma_rxe's `RXE_MAX_MW`); they share the key table with
 /// the regions.
 pub(crate) const MAX_MW: u32 = 0x1_0000;

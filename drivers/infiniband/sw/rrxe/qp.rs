@@ -32,6 +32,22 @@ pub(crate) struct RrxeQp {
     _charge: Charge,
 }
 
+impl RrxeQp {
+    /// `ibv_attach_mcast` / `ib_attach_mcast`: a UD QP joins the multicast group `gid`.
+    pub(crate) fn attach_mcast(qp: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
+        let s = &qp.data().shared;
+        if !s.is_ud() {
+            return Err(EINVAL);
+        }
+        qp.device().data().mcast_attach(gid, s.qpn())
+    }
+
+    /// `ibv_detach_mcast` / `ib_detach_mcast`.
+    pub(crate) fn detach_mcast(qp: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
+        qp.device().data().mcast_detach(gid, qp.data().shared.qpn())
+    }
+}
+
 fn geometry(entries: u32, elem: usize) -> Result<QueueGeometry> {
     QueueGeometry::new(entries, elem, CACHE_LINE_SIZE).map_err(|_| EINVAL)
 }

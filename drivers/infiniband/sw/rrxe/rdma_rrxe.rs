@@ -54,6 +54,7 @@ mod cq;
 mod device;
 mod engine;
 mod fifo;
+mod mcast;
 mod mr;
 mod mw;
 mod net;

@@ -162,6 +162,26 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Prepares the destruction of a queue pair; on success its data is dropped next.
     fn destroy_qp(qp: &Qp<Self>) -> Result;
 
+    /// Attaches a UD queue pair to the multicast group `gid` (`ib_attach_mcast`; the core
+    /// checked that `gid` is a multicast GID and the QP a UD one). Installs
+    /// `attach_mcast` and `detach_mcast` when implemented.
+    ///
+    /// # Context
+    ///
+    /// Process context.
+    fn attach_mcast(_qp: &Qp<Self>, _gid: &[u8; 16]) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Detaches a queue pair from the multicast group `gid` (`ib_detach_mcast`).
+    ///
+    /// # Context
+    ///
+    /// Process context.
+    fn detach_mcast(_qp: &Qp<Self>, _gid: &[u8; 16]) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
     /// Creates a shared receive queue (checks, the queue, the udata response) and returns
     /// its driver data.
     ///

@@ -157,6 +157,16 @@ impl<T: Driver> DeviceVTable<T> {
             None
         },
         size_ib_mw: kmalloc_size::<Mw<T>>(),
+        attach_mcast: if T::HAS_ATTACH_MCAST {
+            Some(Self::attach_mcast_callback)
+        } else {
+            None
+        },
+        detach_mcast: if T::HAS_ATTACH_MCAST {
+            Some(Self::detach_mcast_callback)
+        } else {
+            None
+        },
         size_ib_qp: kmalloc_size::<Qp<T>>(),
         create_ah: Some(Self::create_ah_callback),
         create_user_ah: Some(Self::create_ah_callback),
@@ -491,6 +501,30 @@ impl<T: Driver> DeviceVTable<T> {
     ) -> c_int {
         // SAFETY: Forwarded from the core with the same contract.
         from_result(|| unsafe { ah::modify::<T>(ah, attr) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// See [`qp::mcast`].
+    unsafe extern "C" fn attach_mcast_callback(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        // SAFETY: Forwarded from the core with the same contract.
+        from_result(|| unsafe { qp::mcast::<T>(qp, gid, true) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// See [`qp::mcast`].
+    unsafe extern "C" fn detach_mcast_callback(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        // SAFETY: Forwarded from the core with the same contract.
+        from_result(|| unsafe { qp::mcast::<T>(qp, gid, false) }.map(|()| 0))
     }
 
     /// # Safety

@@ -14,6 +14,7 @@ pub(crate) use shared::DevShared;
 
 use crate::ah::MAX_AH;
 use crate::engine::QpShared;
+use crate::mcast::{FilterChange, McastGroups, Members};
 use crate::mr::MrInner;
 use crate::net::Stats;
 use crate::params::{self, Counter};
@@ -29,7 +30,7 @@ use kernel::rdma::{
 };
 use kernel::sync::{
     atomic::{ordering::Relaxed, Atomic},
-    Arc, Mutex,
+    Arc, Mutex, SpinLock,
 };
 use kernel::xarray::{AllocKind, XArray};
 use kernel::{new_mutex, new_spinlock};
@@ -72,6 +73,9 @@ pub(crate) struct RrxeDev {
     pub(crate) mrs_used: Arc<Counter>,
     /// Memory windows in use.
     pub(crate) mws_used: Arc<Counter>,
+    /// Multicast groups and their UD QPs; the receive path reads them in softirq.
+    #[pin]
+    mcast: SpinLock<McastGroups>,
     /// Serialises key allocation and release.
     #[pin]
     mr_lock: Mutex<()>,
@@ -154,6 +158,51 @@ impl RrxeDev {
             return Ok(mr);
         }
         Err(ENOSPC)
+    }
+
+    /// Attaches UD QP `qpn` to the multicast group `gid`; the group's first member adds its
+    /// Ethernet address to the netdevice's filter.
+    pub(crate) fn mcast_attach(&self, gid: &[u8; 16], qpn: u32) -> Result {
+        let node = McastGroups::new_node(gid)?;
+        let change = {
+            let _bh = BhGuard::new();
+            let mut g = self.mcast.lock();
+            g.attach(gid, qpn, node)
+        }?;
+        if let FilterChange::Add(mac) = change {
+            if let Err(e) = self.shared.ndev.mc_add(&mac) {
+                let _bh = BhGuard::new();
+                // Undone: the group was created just now, with this one member.
+                let _ = self.mcast.lock().detach(gid, qpn);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Detaches QP `qpn` from the multicast group `gid`; the last member removes the group's
+    /// Ethernet address from the netdevice's filter.
+    pub(crate) fn mcast_detach(&self, gid: &[u8; 16], qpn: u32) -> Result {
+        let change = {
+            let _bh = BhGuard::new();
+            let mut g = self.mcast.lock();
+            g.detach(gid, qpn)
+        }?;
+        if let FilterChange::Remove(mac) = change {
+            // Only fails if the address is not in the filter, which the add put there.
+            let _ = self.shared.ndev.mc_del(&mac);
+        }
+        Ok(())
+    }
+
+    /// Returns the UD QPs attached to the multicast group `gid`.
+    ///
+    /// # Context
+    ///
+    /// Softirq (the receive path).
+    pub(crate) fn mcast_members(&self, gid: &[u8; 16]) -> Option<Members> {
+        let g = self.mcast.lock();
+        g.members(gid)
     }
 
     /// Stops a key index from resolving and frees it.
@@ -309,6 +358,7 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             qps_by_num <- XArray::new(AllocKind::Alloc),
             mrs_used: Counter::new(params::MAX_MR)?,
             mws_used: Counter::new(params::MAX_MW)?,
+            mcast <- new_spinlock!(McastGroups::new(), "rrxe_mcast"),
             mr_lock <- new_mutex!(()),
             next_mr: Atomic::new(0),
             next_pd: Atomic::new(1),

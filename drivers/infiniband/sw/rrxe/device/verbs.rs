@@ -94,6 +94,9 @@ impl Driver for Rrxe {
             max_res_rd_atom: params::MAX_QP_RD_ATOM.saturating_mul(params::MAX_QP),
             max_mr: params::MAX_MR,
             max_mw: params::MAX_MW,
+            max_mcast_grp: params::MAX_MCAST_GRP,
+            max_mcast_qp_attach: crate::mcast::MAX_QP_ATTACH as u32,
+            max_total_mcast_qp_attach: params::MAX_TOTAL_MCAST_QP_ATTACH,
             max_mr_size: u64::MAX,
             page_size_cap: 0xffff_f000,
             max_pd: params::MAX_PD,
@@ -249,6 +252,14 @@ impl Driver for Rrxe {
     fn destroy_qp(qp: &Qp<Self>) -> Result {
         RrxeQp::destroy(qp);
         Ok(())
+    }
+
+    fn attach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result {
+        RrxeQp::attach_mcast(qp, gid)
+    }
+
+    fn detach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result {
+        RrxeQp::detach_mcast(qp, gid)
     }
 
     fn create_srq(dev: &Device<Self>, pd: &Pd<Self>, init: &SrqInit<'_, Self>) -> Result<RrxeSrq> {

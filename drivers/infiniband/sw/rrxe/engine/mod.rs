@@ -415,6 +415,11 @@ impl QpShared {
         })
     }
 
+    /// Returns `true` for a UD QP.
+    pub(crate) fn is_ud(&self) -> bool {
+        self.qp_type == WireQpType::Ud
+    }
+
     /// Takes a packet for this QP from the receive path (softirq); `ip` is its IP header and
     /// `src` the IP source address as a GID. Returns whether the QP accepted it.
     pub(crate) fn receive(&self, pkt: &Packet<'_>, ip: &IpHdr<'_>, src: &[u8; 16]) -> bool {

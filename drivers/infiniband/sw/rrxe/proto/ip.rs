@@ -11,7 +11,7 @@
 //! `prepare_udp_hdr()`): IPv4 with Don't Fragment and no options, the UDP checksum zero (the
 //! ICRC protects the payload), and the UDP source port derived from the QP number.
 
-use super::icrc::UDP_LEN;
+use super::icrc::{IpHdr, UDP_LEN};
 use super::BufferTooSmall;
 
 /// Length of an IPv4 header without options.
@@ -156,4 +156,50 @@ pub fn udp_sport(qpn: u32) -> u16 {
     let hash = qpn.wrapping_mul(0x61c8_8647).wrapping_shr(18);
     // `hash` has 14 bits.
     0xc000 | (hash as u16)
+}
+
+/// The destination QP number of a multicast packet (IBA 10.5.2.2: the permissive QPN).
+pub const MULTICAST_QPN: u32 = 0xff_ffff;
+
+/// Returns `true` if `gid` is a multicast address: IPv6 `ff00::/8`, or IPv4 `224.0.0.0/4`
+/// mapped into IPv6 (as `rdma_is_multicast_addr()`).
+pub fn is_multicast(gid: &[u8; 16]) -> bool {
+    if is_v4_mapped(gid) {
+        v4_of(gid)[0] & 0xf0 == 0xe0
+    } else {
+        gid[0] == 0xff
+    }
+}
+
+/// Returns the Ethernet address frames to the multicast group `gid` go to: `01:00:5e` and
+/// the low 23 bits of an IPv4 group (`ip_eth_mc_map()`), `33:33` and the low 32 bits of an
+/// IPv6 one (`ipv6_eth_mc_map()`); `None` if `gid` is not a multicast address.
+pub fn multicast_mac(gid: &[u8; 16]) -> Option<[u8; 6]> {
+    if !is_multicast(gid) {
+        return None;
+    }
+    Some(if is_v4_mapped(gid) {
+        let [_, b, c, d] = v4_of(gid);
+        [0x01, 0x00, 0x5e, b & 0x7f, c, d]
+    } else {
+        [0x33, 0x33, gid[12], gid[13], gid[14], gid[15]]
+    })
+}
+
+/// Returns the destination address of an IP header as a GID (an IPv4 one mapped into IPv6).
+pub fn dest_gid(ip: &IpHdr<'_>) -> [u8; 16] {
+    let mut gid = [0u8; 16];
+    match ip {
+        IpHdr::V4(h) => {
+            if let Some(&[a, b, c, d]) = h.get(16..20) {
+                gid = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d];
+            }
+        }
+        IpHdr::V6(h) => {
+            if let Some(dst) = h.get(24..40) {
+                gid.copy_from_slice(dst);
+            }
+        }
+    }
+    gid
 }
