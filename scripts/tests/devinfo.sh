@@ -31,14 +31,11 @@ rdma link del rxe0 && rmmod rdma_rxe || die "unload rdma_rxe"
 # The differences rrxe keeps on purpose: attribute and reason. A listed attribute may differ
 # in any way; nothing else may, and each listed one must still differ.
 declare -A ALLOWED=(
-	[device_cap_flags]="only what works is announced: no memory windows (MEM_WINDOW*), SRQ resizing (SRQ_RESIZE), automatic path migration, port changes or P_Key/Q_Key violation counters; MEM_MGT_EXTENSIONS, RC_RNR_NAK_GEN and SYS_IMAGE_GUID are rdma_rxe's"
+	[device_cap_flags]="only what works is announced: no automatic path migration, port changes, P_Key/Q_Key violation counters, UD AV port enforcement, port active event flag or persistent FLUSH; the rest (MEM_MGT_EXTENSIONS, RC_RNR_NAK_GEN, SYS_IMAGE_GUID, SRQ_RESIZE, MEM_WINDOW, MEM_WINDOW_TYPE_2B, FLUSH_GLOBAL, ATOMIC_WRITE) is rdma_rxe's"
 	[device_cap_flags_ex]="as device_cap_flags"
 	[max_mr]="24-bit key indices (2^24 - 1 regions) where rdma_rxe's pool stops at 2^19 - 1"
 	[max_res_rd_atom]="no device-wide pool: every QP has its own max_qp_rd_atom responder resources, so the bound is max_qp times that"
-	[max_mw]="no memory windows yet (issue 12)"
-	[max_mcast_grp]="no multicast"
-	[max_mcast_qp_attach]="no multicast"
-	[max_total_mcast_qp_attach]="no multicast"
+	[max_mw]="2^16 windows; rdma_rxe's pool gives 2^19 - 1"
 	[max_pkeys]="one partition, the default P_Key (RoCE uses no other); rdma_rxe lists 64 slots and fills one"
 )
 

@@ -7,7 +7,9 @@
 //!
 //! A group's first member adds the group's Ethernet address to the netdevice's receive
 //! filter (`dev_mc_add`, rdma_rxe's `rxe_mcast_add()`), its last one removes it; joining the
-//! group at the IP level (IGMP, MLD) is the consumer's, as rdma_cm does it for RoCE.
+//! group at the IP level (IGMP, MLD) is the consumer's, as rdma_cm does it for RoCE. A user
+//! QP's attachments are detached by uverbs before the QP is destroyed, a kernel consumer's
+//! by the consumer (`rdma_leave_multicast`).
 
 use crate::params;
 use crate::proto::ip::multicast_mac;
