@@ -127,6 +127,13 @@ fi
 
 # --- 4. guests ---------------------------------------------------------------------------
 KPAT='WARNING:|BUG:|Oops|general protection|KASAN|refcount_t|suspected memory leak|Call Trace|soft lockup|hung_task|rcu_sched detected stall|RCU stall'
+# console_lines FILE: a guest console as the script printed it. The kernel writes its
+# messages ("[ seconds] text") to the serial port whole, but wherever the script's output
+# happens to be, so a message can land in the middle of a result line
+# ("RRXE-TEST name[   12.345678] rdma_rxe: ...\n ok"): such messages are cut out.
+console_lines() {
+	perl -0777 -pe '1 while s/(?<=[^\n])\[ *[0-9]+\.[0-9]+\] [^\n]*\n//g' "$1"
+}
 # guest_test NAME TIMEOUT [QEMU_OPTS] SCRIPT_A [SCRIPT_B]: boots the guests (if NAME is
 # selected) and judges their RRXE-TEST lines against scripts/tests/expected.txt.
 guest_test() {
@@ -155,9 +162,9 @@ guest_test() {
 			SKIP*) skip "$name/$g: $t $rest" ;;
 			*) fail "$name/$g: $t $res $rest" ;;
 			esac
-		done < <(grep -a '^RRXE-TEST ' "$out/$g.console")
+		done < <(console_lines "$out/$g.console" | grep -a '^RRXE-TEST ')
 		# One check per boot that used rrxe: unloaded at the end, no leak, no warning.
-		end=$(grep -a '^RRXE-GUEST ' "$out/$g.console" | tail -1)
+		end=$(console_lines "$out/$g.console" | grep -a '^RRXE-GUEST ' | tail -1)
 		case "$end" in
 		*rrxe_used=1*)
 			if [[ $end == *"unload=ok kmemleak=0"* || $end == *"unload=ok kmemleak=n/a"* ]] && ! grep -aqE "$KPAT" "$log"; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Compares two runs of rdma-core's pyverbs suite (the PYVERBS lines of
-scripts/guest/pyverbs-run.py in two guest consoles): REF on rdma_rxe, DUT on rrxe.
+scripts/guest/pyverbs-run.py, in the results block scripts/tests/pyverbs.sh prints on each
+guest's console): REF on rdma_rxe, DUT on rrxe.
 
 usage: pyverbs-compare.py REF_CONSOLE DUT_CONSOLE
 
@@ -21,16 +22,27 @@ OK = ('pass', 'xfail')
 
 
 def load(path):
-    results, done = {}, False
+    """The results of the block the guest prints once the suite is done, with the
+    console's log level lowered (the live lines before it can be cut by kernel messages);
+    the run finished when the block is whole and holds PYVERBS-DONE."""
+    results, done, inside, whole = {}, False, False, False
     with open(path, errors='replace') as f:
         for line in f:
             line = line.rstrip('\n')
+            if line == 'PYVERBS-RESULTS-BEGIN':
+                results, done, inside = {}, False, True
+                continue
+            if not inside:
+                continue
+            if line == 'PYVERBS-RESULTS-END':
+                whole, inside = True, False
+                continue
             if line.startswith('PYVERBS-DONE'):
                 done = True
             m = re.match(r'^PYVERBS (\w+) (\S+) ?(.*)$', line)
             if m:
                 results[m.group(2)] = (m.group(1), m.group(3))
-    return results, done
+    return results, done and whole
 
 
 def counts(results):

@@ -18,6 +18,15 @@ wait_ipv6_dad || die "IPv6 DAD"
 [ -x /usr/local/bin/pyverbs-run.py ] || die "no pyverbs archive in this initramfs"
 timeout 800 python3 /usr/local/bin/pyverbs-run.py /usr/local/lib/rrxe/pyverbs/tests "$dev" 2>&1 |
 	tee /tmp/pyverbs.log
+# The results again, from the log (which holds only the suite's own output), as one block
+# for scripts/pyverbs-compare.py: on the console the live lines above can be cut by a
+# kernel message printed in their middle, so the console's log level is lowered for the
+# block (the kernel's messages still reach dmesg, which the kernel-clean check reads).
+dmesg -n 1
+echo PYVERBS-RESULTS-BEGIN
+grep -a '^PYVERBS' /tmp/pyverbs.log
+echo PYVERBS-RESULTS-END
+dmesg -n 7
 if grep -q '^PYVERBS-DONE ' /tmp/pyverbs.log; then
 	echo "RRXE-TEST suite_ran ok $(grep '^PYVERBS-DONE ' /tmp/pyverbs.log | cut -d' ' -f2-) on $dev"
 else
