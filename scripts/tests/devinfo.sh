@@ -5,7 +5,8 @@
 # rdma_rxe's, except the differences listed below, each with its reason; a difference not
 # listed fails (and so does a listed one that went away: the list stays true).
 # The port counters likewise (counters_match_rdma_rxe): every counter of rdma_rxe is one of
-# rrxe's, under its name, but those listed in COUNTERS_MISSING with their reasons.
+# rrxe's, under its name, but those listed in COUNTERS_MISSING with their reasons. And the
+# sysfs files (sysfs_matches_rdma_rxe): the same names, and the parent attribute.
 . /usr/local/lib/rrxe/lib.sh
 
 FAILED=0
@@ -13,19 +14,34 @@ ok() { echo "RRXE-TEST $1 ok"; }
 bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
 
 # devinfo DEV: ibv_devinfo -v of DEV, the device name and the per-boot values normalised.
+# The GID table is left out: it follows eth0's addresses, and one can come between the two
+# reads (an IPv6 router advertisement of QEMU's user network gives a fec0::/64 address at
+# any time); the device group checks the GIDs.
 devinfo() {
-	ibv_devinfo -v -d "$1" | sed -e "s/$1/DEV/g" -e 's/[[:space:]]*$//'
+	ibv_devinfo -v -d "$1" | sed -e "s/$1/DEV/g" -e 's/[[:space:]]*$//' -e '/^[[:space:]]*GID\[/d'
 }
 
+# sysfs DEV: the names of the device's sysfs files, of its port's, and of the port's
+# Performance Management counters (which the core creates for a driver with process_mad);
+# then the device's parent attribute.
+sysfs() {
+	local d=/sys/class/infiniband/$1
+	ls "$d"
+	echo "-- ports/1:"; ls "$d/ports/1"
+	echo "-- ports/1/counters:"; ls "$d/ports/1/counters" 2>&1
+	echo "-- parent: $(cat "$d/parent" 2>&1)"
+}
 rdma_link rdma_rrxe rrxe rrxe0
 rrxe_gid_index rrxe0 >/dev/null || die "no RoCE v2 GID on rrxe0"
 devinfo rrxe0 >/tmp/devinfo.rrxe || die "ibv_devinfo rrxe0"
 ls /sys/class/infiniband/rrxe0/ports/1/hw_counters >/tmp/counters.rrxe
+sysfs rrxe0 >/tmp/sysfs.rrxe
 rdma link del rrxe0 && rmmod rdma_rrxe || die "unload rrxe"
 rdma_link rdma_rxe rxe rxe0
 rrxe_gid_index rxe0 >/dev/null || die "no RoCE v2 GID on rxe0"
 devinfo rxe0 >/tmp/devinfo.rxe || die "ibv_devinfo rxe0"
 ls /sys/class/infiniband/rxe0/ports/1/hw_counters >/tmp/counters.rxe
+sysfs rxe0 >/tmp/sysfs.rxe
 rdma link del rxe0 && rmmod rdma_rxe || die "unload rdma_rxe"
 
 # The differences rrxe keeps on purpose: attribute and reason. A listed attribute may differ
@@ -83,6 +99,19 @@ elif [ -n "$stale" ]; then
 	bad devinfo_matches_rdma_rxe "listed but equal now (remove from the list):$stale"
 else
 	ok devinfo_matches_rdma_rxe
+fi
+
+# sysfs_matches_rdma_rxe: the same files in the device's and the port's sysfs directories,
+# the same Performance Management counters, and a parent that names the netdevice.
+echo "== sysfs: rdma_rxe (-) and rrxe (+)"
+if ! grep -qx -- "-- parent: eth0" /tmp/sysfs.rrxe; then
+	bad sysfs_matches_rdma_rxe "rrxe0's parent: $(grep -- '-- parent' /tmp/sysfs.rrxe)"
+elif ! grep -qx port_xmit_data /tmp/sysfs.rrxe || ! grep -qx multicast_rcv_packets /tmp/sysfs.rrxe; then
+	bad sysfs_matches_rdma_rxe "no extended Performance Management counters in ports/1/counters"
+elif ! diff -u /tmp/sysfs.rxe /tmp/sysfs.rrxe; then
+	bad sysfs_matches_rdma_rxe "the sysfs files differ (diff above)"
+else
+	ok sysfs_matches_rdma_rxe
 fi
 
 declare -A COUNTERS_MISSING=(

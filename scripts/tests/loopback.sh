@@ -91,6 +91,32 @@ if [ "$npkts" -gt 0 ] && [ "$npkts" = "$(hw_delta rcvd_pkts)" ] &&
 else
 	bad counters_bytes "$npkts packets sent, $(hw_delta rcvd_pkts) received, sent_bytes +$(hw_delta sent_bytes), rcvd_bytes +$(hw_delta rcvd_bytes)"
 fi
+# counters_pma: the port's Performance Management agent (process_mad; the core reads it for
+# the ports/1/counters/ files) reports what the hw_counters say: data in 4-octet units,
+# every packet unicast here, link_downed, and the receive errors (bad ICRC or malformed).
+# Read once the counters stand still (a late ACK can still be on its way).
+pma() { cat "/sys/class/infiniband/rrxe0/ports/1/counters/$1"; }
+pma_snap() {
+	echo "$(pma port_xmit_packets) $(pma port_rcv_packets) $(pma port_xmit_data) $(pma port_rcv_data)" \
+		"$(pma unicast_xmit_packets) $(pma multicast_xmit_packets) $(pma unicast_rcv_packets)" \
+		"$(pma multicast_rcv_packets) $(pma link_downed) $(pma port_rcv_errors)"
+}
+hw_want() {
+	echo "$(hw sent_pkts) $(hw rcvd_pkts) $(($(hw sent_bytes) / 4)) $(($(hw rcvd_bytes) / 4))" \
+		"$(hw sent_pkts) 0 $(hw rcvd_pkts) 0 $(hw link_downed)" \
+		"$(($(hw rcvd_icrc_err) + $(hw rcvd_malformed)))"
+}
+for i in $(seq 20); do
+	want=$(hw_want) got=$(pma_snap)
+	[ "$want" = "$(hw_want)" ] && break
+	sleep 0.2
+done
+echo "PMA (xmit/rcv packets, data, unicast/multicast, link_downed, rcv_errors): $got"
+if [ "$got" = "$want" ] && [ "$(pma port_xmit_packets)" -gt 0 ] && [ "$(pma symbol_error)" = 0 ]; then
+	ok counters_pma
+else
+	bad counters_pma "ports/1/counters: $got; hw_counters say: $want"
+fi
 rdma statistic show link rrxe0/1
 if rdma link del rrxe0; then ok loopback_link_del; else bad loopback_link_del "rdma link del"; fi
 if rmmod rdma_rrxe; then ok loopback_rmmod; else bad loopback_rmmod rmmod; fi

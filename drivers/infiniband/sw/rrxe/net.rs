@@ -13,6 +13,7 @@ use crate::proto::{
     icrc::{self, IpHdr},
     ip::{self, MULTICAST_QPN},
     packet::{self, Packet},
+    pma,
 };
 use crate::wire::kernel_crc32;
 use crate::Rrxe;
@@ -93,9 +94,13 @@ pub(crate) enum PortCounter {
     /// SENDs with invalidate received whose rkey could not be invalidated (NAK invalid
     /// request).
     BadInvalidates,
+    /// Datagrams sent to a multicast group (also counted in `SentPkts`).
+    SentMcastPkts,
+    /// Valid datagrams received for a multicast group (also counted in `Pkts`).
+    RcvdMcastPkts,
 }
 
-const NUM_STATS: usize = 28;
+const NUM_STATS: usize = 30;
 
 /// The names of the port counters. `rdma_rxe`'s `ack_deferred` (its completer run from a
 /// work item instead of inline) has no counterpart: rrxe's completer always runs inline.
@@ -128,6 +133,8 @@ pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
     StatDesc::new(c"replies_dropped"),
     StatDesc::new(c"local_op_errors"),
     StatDesc::new(c"rcvd_bad_invalidate"),
+    StatDesc::new(c"sent_mcast_pkts"),
+    StatDesc::new(c"rcvd_mcast_pkts"),
 ];
 
 /// The port counters of a device.
@@ -145,6 +152,25 @@ impl Stats {
     pub(crate) fn add(&self, s: PortCounter, n: u64) {
         if let Some(c) = self.0.get(s as usize) {
             c.add(n, Relaxed);
+        }
+    }
+
+    pub(crate) fn get(&self, s: PortCounter) -> u64 {
+        self.0.get(s as usize).map_or(0, |c| c.load(Relaxed))
+    }
+
+    /// The counters the port's Performance Management agent reports.
+    pub(crate) fn pma(&self) -> pma::PortCounters {
+        use PortCounter as C;
+        pma::PortCounters {
+            link_downed: self.get(C::LinkDowned),
+            rcv_errors: self.get(C::IcrcErr).saturating_add(self.get(C::Malformed)),
+            xmit_bytes: self.get(C::SentBytes),
+            rcv_bytes: self.get(C::RcvdBytes),
+            xmit_packets: self.get(C::SentPkts),
+            rcv_packets: self.get(C::Pkts),
+            mcast_xmit_packets: self.get(C::SentMcastPkts),
+            mcast_rcv_packets: self.get(C::RcvdMcastPkts),
         }
     }
 
@@ -241,16 +267,20 @@ impl TunnelRx for Rrxe {
                 stats.inc(PortCounter::Pkts);
                 stats.add(PortCounter::RcvdBytes, u64::try_from(len).unwrap_or(0));
                 let dest = p.bth.dest_qp().get();
-                match dev.data().qp(dest) {
-                    _ if dest == MULTICAST_QPN => deliver_multicast(dev.data(), &p, &ip),
-                    Some(qp) if qp.receive(&p, &ip, &source_gid(&ip)) => true,
-                    Some(_) => {
-                        stats.inc(PortCounter::Dropped);
-                        false
-                    }
-                    None => {
-                        stats.inc(PortCounter::UnknownQp);
-                        false
+                if dest == MULTICAST_QPN {
+                    stats.inc(PortCounter::RcvdMcastPkts);
+                    deliver_multicast(dev.data(), &p, &ip)
+                } else {
+                    match dev.data().qp(dest) {
+                        Some(qp) if qp.receive(&p, &ip, &source_gid(&ip)) => true,
+                        Some(_) => {
+                            stats.inc(PortCounter::Dropped);
+                            false
+                        }
+                        None => {
+                            stats.inc(PortCounter::UnknownQp);
+                            false
+                        }
                     }
                 }
             }

@@ -654,6 +654,130 @@ static void query_and_modify_ah(struct kunit *test)
 	rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
 }
 
+/* Posts receive WR @i of the SRQ: 4 bytes into its own piece of c->recv. */
+static int srq_post(struct frwr_ctx *c, struct ib_srq *srq, int i)
+{
+	struct ib_sge sge = {
+		.addr = c->recv_dma + 4 * i, .length = 4, .lkey = c->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 };
+	const struct ib_recv_wr *bad = NULL;
+
+	return ib_post_srq_recv(srq, &wr, &bad);
+}
+
+#define SRQ_WRS 13
+
+/*
+ * A kernel consumer's SRQ resized (ib_modify_srq IB_SRQ_MAX_WR, as rdma_rxe allows):
+ * refused below the WRs it holds (nothing changes), grown with 3 WRs waiting, then posted past its old size;
+ * 13 SENDs land in the 13 WRs in the order they were posted (wr_id k gets the k-th
+ * SEND's bytes). Then shrunk, empty.
+ */
+static void srq_resize_keeps_waiting_wrs(struct kunit *test)
+{
+	struct frwr_ctx *c = test->priv;
+	struct ib_device *dev = c->pd->device;
+	struct ib_srq_init_attr sinit = {
+		.attr = { .max_wr = 4, .max_sge = 1 },
+		.srq_type = IB_SRQT_BASIC,
+	};
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_ALL_WR,
+		.cap = { .max_send_wr = 32, .max_send_sge = 1, .max_recv_sge = 1 },
+		.port_num = PORT,
+	};
+	struct side tx = {}, rx = {};
+	struct ib_srq_attr sattr = {};
+	union ib_gid gid;
+	struct ib_srq *srq;
+	struct ib_wc wc;
+	int gid_index, i, got = 0;
+	u8 mac[ETH_ALEN];
+
+	KUNIT_ASSERT_EQ(test, find_gid(dev, &gid, &gid_index, mac), 0);
+	srq = ib_create_srq(c->pd, &sinit);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(srq));
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_EQ(test, srq_post(c, srq, i), 0);
+
+	/* Room for one WR (sizes round up to a power of two, less one): 3 do not fit. */
+	sattr.max_wr = 1;
+	KUNIT_EXPECT_EQ(test, ib_modify_srq(srq, &sattr, IB_SRQ_MAX_WR), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_query_srq(srq, &sattr), 0);
+	KUNIT_EXPECT_GE(test, sattr.max_wr, 4);
+	KUNIT_EXPECT_LT(test, sattr.max_wr, 8);
+	sattr.max_wr = 16;
+	KUNIT_EXPECT_EQ(test, ib_modify_srq(srq, &sattr, IB_SRQ_MAX_WR), 0);
+	KUNIT_EXPECT_EQ(test, ib_query_srq(srq, &sattr), 0);
+	KUNIT_EXPECT_GE(test, sattr.max_wr, 16);
+	for (i = 3; i < SRQ_WRS; i++)
+		KUNIT_EXPECT_EQ(test, srq_post(c, srq, i), 0);
+
+	tx.cq = ib_alloc_cq(dev, NULL, 64, 0, IB_POLL_DIRECT);
+	rx.cq = ib_alloc_cq(dev, NULL, 64, 0, IB_POLL_DIRECT);
+	if (IS_ERR(tx.cq) || IS_ERR(rx.cq))
+		goto out;
+	init.send_cq = tx.cq;
+	init.recv_cq = tx.cq;
+	tx.qp = ib_create_qp(c->pd, &init);
+	init.send_cq = rx.cq;
+	init.recv_cq = rx.cq;
+	init.srq = srq;
+	rx.qp = ib_create_qp(c->pd, &init);
+	if (IS_ERR(tx.qp) || IS_ERR(rx.qp)) {
+		KUNIT_FAIL(test, "create QPs: %ld %ld", PTR_ERR_OR_ZERO(tx.qp),
+			   PTR_ERR_OR_ZERO(rx.qp));
+		goto out;
+	}
+	KUNIT_ASSERT_EQ(test, connect_qp(tx.qp, rx.qp->qp_num, &gid, gid_index, mac), 0);
+	KUNIT_ASSERT_EQ(test, connect_qp(rx.qp, tx.qp->qp_num, &gid, gid_index, mac), 0);
+
+	for (i = 0; i < SRQ_WRS; i++) {
+		struct ib_sge sge = {
+			.addr = c->src_dma + 4 * i, .length = 4, .lkey = c->pd->local_dma_lkey,
+		};
+		struct ib_send_wr wr = {
+			.wr_id = 100 + i, .opcode = IB_WR_SEND, .sg_list = &sge, .num_sge = 1,
+			.send_flags = IB_SEND_SIGNALED,
+		};
+		const struct ib_send_wr *bad = NULL;
+
+		KUNIT_ASSERT_EQ(test, ib_post_send(tx.qp, &wr, &bad), 0);
+	}
+	for (i = 0; i < SRQ_WRS; i++) {
+		KUNIT_ASSERT_EQ(test, poll_one(&tx, &wc), 0);
+		KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+	}
+	for (i = 0; i < SRQ_WRS; i++) {
+		if (poll_one(&rx, &wc))
+			break;
+		KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+		KUNIT_EXPECT_EQ(test, wc.wr_id, (u64)i);
+		got++;
+	}
+	KUNIT_EXPECT_EQ(test, got, SRQ_WRS);
+	ib_dma_sync_single_for_cpu(dev, c->recv_dma, 64, DMA_FROM_DEVICE);
+	KUNIT_EXPECT_EQ(test, memcmp(c->recv, c->src, 4 * SRQ_WRS), 0);
+
+	/* Empty again: it shrinks. */
+	sattr.max_wr = 4;
+	KUNIT_EXPECT_EQ(test, ib_modify_srq(srq, &sattr, IB_SRQ_MAX_WR), 0);
+	KUNIT_EXPECT_EQ(test, ib_query_srq(srq, &sattr), 0);
+	KUNIT_EXPECT_LT(test, sattr.max_wr, 16);
+out:
+	if (!IS_ERR_OR_NULL(rx.qp))
+		ib_destroy_qp(rx.qp);
+	if (!IS_ERR_OR_NULL(tx.qp))
+		ib_destroy_qp(tx.qp);
+	if (!IS_ERR_OR_NULL(rx.cq))
+		ib_free_cq(rx.cq);
+	if (!IS_ERR_OR_NULL(tx.cq))
+		ib_free_cq(tx.cq);
+	ib_destroy_srq(srq);
+}
+
 static int frwr_suite_init(struct kunit_suite *suite)
 {
 	return ib_register_client(&frwr_client);
@@ -675,6 +799,7 @@ static struct kunit_case rrxe_frwr_cases[] = {
 	KUNIT_CASE(modify_port_caps),
 	KUNIT_CASE(modify_device_node_desc),
 	KUNIT_CASE(query_and_modify_ah),
+	KUNIT_CASE(srq_resize_keeps_waiting_wrs),
 	{}
 };
 

@@ -166,8 +166,8 @@ impl RrxeSrq {
         })
     }
 
-    /// `ibv_modify_srq`: arms the limit (`IB_SRQ_LIMIT`), resizes a user SRQ
-    /// (`IB_SRQ_MAX_WR`, as rdma_rxe; a kernel consumer's SRQ is not resized).
+    /// `ibv_modify_srq` / `ib_modify_srq`: arms the limit (`IB_SRQ_LIMIT`), resizes the SRQ
+    /// (`IB_SRQ_MAX_WR`, as rdma_rxe).
     pub(crate) fn modify(
         srq: &Srq<Rrxe>,
         attrs: &SrqAttrs,
@@ -184,8 +184,10 @@ impl RrxeSrq {
             return Err(EINVAL);
         }
         if mask.contains(SrqAttrMask::MAX_WR) {
-            let udata = udata.ok_or(EOPNOTSUPP)?;
-            Self::resize(srq, attrs.max_wr, u64::from_ne_bytes(cmd), udata)?;
+            match udata {
+                Some(udata) => Self::resize(srq, attrs.max_wr, u64::from_ne_bytes(cmd), udata)?,
+                None => Self::resize_kernel(srq, attrs.max_wr)?,
+            }
         }
         let this = &srq.data().shared;
         if mask.contains(SrqAttrMask::LIMIT) {
@@ -241,6 +243,43 @@ impl RrxeSrq {
         match swapped {
             Ok(_old) => Ok(()),
             Err(_refused) => Err(EINVAL),
+        }
+    }
+
+    /// Resizes a kernel consumer's SRQ to at least `max_wr` WQEs, keeping the waiting ones
+    /// in order: a new ring, allocated before the lock, into which they move under it (the
+    /// data path takes WQEs only under the lock, so none is half taken). `EINVAL` if they
+    /// do not fit, or if the armed limit would exceed the new size; nothing changes then.
+    fn resize_kernel(srq: &Srq<Rrxe>, max_wr: u32) -> Result {
+        let this = &srq.data().shared;
+        if max_wr == 0 || max_wr > params::MAX_SRQ_WR {
+            return Err(EINVAL);
+        }
+        let geo = geometry(max_wr, this.elem)?;
+        let data = geo.elem_size().checked_sub(RECV_WQE_DATA_OFFSET);
+        let mut ring = KernelRing::new(geo, data.ok_or(EINVAL)?)?;
+        let bh = BhGuard::new();
+        let mut q = this.q.lock();
+        let moved = match &q.ring {
+            Ring::Kernel(old) if q.limit <= geo.capacity() => {
+                ring.take_waiting(old, q.consumer.consumer())
+            }
+            _ => Err(EINVAL),
+        };
+        // The old ring (or the refused new one) is freed after the lock.
+        let dropped = match moved {
+            Ok(_) => {
+                q.consumer = KernelConsumer::new(geo);
+                q.capacity = geo.capacity();
+                Ok(core::mem::replace(&mut q.ring, Ring::Kernel(ring)))
+            }
+            Err(e) => Err((e, ring)),
+        };
+        drop(q);
+        drop(bh);
+        match dropped {
+            Ok(_old) => Ok(()),
+            Err((e, _refused)) => Err(e),
         }
     }
 

@@ -11,8 +11,8 @@
 //! implements them.
 
 use super::{
-    Device, DeviceAttrs, DeviceModify, DriverId, LinkLayer, PortAttrs, PortImmutable, PortModify,
-    PortNum, StatDesc, UContext, UData,
+    Device, DeviceAttrs, DeviceModify, DriverId, LinkLayer, Mad, MadResult, PortAttrs,
+    PortImmutable, PortModify, PortNum, StatDesc, UContext, UData,
 };
 use crate::{
     prelude::*,
@@ -72,6 +72,21 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Reads the port counters described by [`Driver::HW_STATS`] into `values`.
     fn hw_stats(_dev: &Device<Self>, _port: PortNum, _values: &mut [u64]) {}
+
+    /// Whether the devices have rdma_rxe's `parent` sysfs attribute: the name of the network
+    /// device of port 1 (`ib_device_get_netdev`), for tools that match soft-RoCE devices to
+    /// their netdevices.
+    const SHOW_PARENT: bool = false;
+
+    /// Answers a management datagram for `port` (`process_mad`), before the core hands it
+    /// to the agents registered for its class: a query of the core itself (the
+    /// `ports/<n>/counters/` sysfs files read the Performance Management class through it,
+    /// and exist only when this is implemented) or a MAD that arrived on the port's GSI QP,
+    /// whose reply the core sends back. A reply is written whole to `reply`. Installs
+    /// `process_mad` when implemented.
+    fn process_mad(_dev: &Device<Self>, _port: PortNum, _mad: &Mad, _reply: &mut Mad) -> MadResult {
+        MadResult::NotMine
+    }
 
     /// Returns the device attributes.
     ///

@@ -26,6 +26,7 @@
 
 mod attrs;
 mod driver;
+mod optional;
 mod registration;
 mod ucontext;
 mod vtable;
@@ -36,6 +37,7 @@ pub use attrs::{
     StatDesc, MGMT_MAD_SIZE,
 };
 pub use driver::Driver;
+pub use optional::{Mad, MadResult};
 pub use registration::DriverRegistration;
 pub use ucontext::{UContext, UData};
 

@@ -14,6 +14,7 @@ use crate::mw::RrxeMw;
 use crate::net::HW_STATS;
 use crate::params;
 use crate::pd::RrxePd;
+use crate::proto::pma;
 use crate::qp::RrxeQp;
 use crate::srq::RrxeSrq;
 use kernel::prelude::*;
@@ -22,8 +23,8 @@ use kernel::rdma::{
     cq::{Cq, CqInit, NotifyFlags},
     device::{
         core_cap, device_cap, kernel_cap, port_modify, AtomicCap, Device, DeviceAttrs,
-        DeviceModify, Driver, DriverId, LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable,
-        PortModify, PortNum, PortState, StatDesc, UContext, UData, MGMT_MAD_SIZE,
+        DeviceModify, Driver, DriverId, LinkLayer, Mad, MadResult, Mtu, PhysState, PortAttrs,
+        PortImmutable, PortModify, PortNum, PortState, StatDesc, UContext, UData, MGMT_MAD_SIZE,
     },
     mr::{AccessFlags, Mr, MrKeys, MrRereg, MrSg, MrType, UserMrReq},
     mw::{Mw, MwInit},
@@ -52,6 +53,20 @@ impl Driver for Rrxe {
 
     fn hw_stats(dev: &Device<Self>, _port: PortNum, values: &mut [u64]) {
         dev.data().shared.stats.read(values);
+    }
+
+    const SHOW_PARENT: bool = true;
+
+    /// The Performance Management agent of the port (`proto::pma`): the core's
+    /// `ports/1/counters/` files, and PerfMgmt `Get`s that arrive on QP1.
+    fn process_mad(dev: &Device<Self>, port: PortNum, mad: &Mad, reply: &mut Mad) -> MadResult {
+        let Ok(port) = u8::try_from(port) else {
+            return MadResult::NotMine;
+        };
+        match pma::answer(mad, port, &dev.data().shared.stats.pma(), reply) {
+            pma::Answer::Reply => MadResult::Reply,
+            pma::Answer::NotMine => MadResult::NotMine,
+        }
     }
 
     fn query_device(dev: &Device<Self>, udata: Option<&UData>) -> Result<DeviceAttrs> {

@@ -120,7 +120,12 @@ impl QpShared {
         // A datagram that cannot be sent is lost, as on a wire; a bad local key is the
         // sender's error.
         match sent {
-            Ok(()) => self.dev.stats.inc(PortCounter::SentPkts),
+            Ok(()) => {
+                self.dev.stats.inc(PortCounter::SentPkts);
+                if ip::is_multicast(&ah.dgid) {
+                    self.dev.stats.inc(PortCounter::SentMcastPkts);
+                }
+            }
             Err(e) if e == EINVAL => return Err(WcStatus::LocProtErr),
             Err(_) => self.dev.stats.inc(PortCounter::SendErrors),
         }

@@ -135,6 +135,30 @@ impl<W: Copy> KernelRing<W> {
         Some((w, self.data.get(start..start.checked_add(self.data_len)?)?))
     }
 
+    /// Moves the WQEs `old` holds from `consumer` (the data path's index in it) to its
+    /// producer into this new, empty ring of the same data size, in order (a resize under
+    /// the queue's lock: no allocation). Returns how many; `EINVAL` if they do not fit,
+    /// and then this ring is to be dropped.
+    pub(crate) fn take_waiting(&mut self, old: &Self, consumer: u32) -> Result<u32> {
+        let geo = old.producer.geometry();
+        let n = geo.count(old.producer(), consumer & geo.index_mask());
+        if n > self.producer.geometry().capacity() || self.data_len != old.data_len {
+            return Err(EINVAL);
+        }
+        let mut idx = consumer;
+        for _ in 0..n {
+            let (w, data) = old.get(&geo.slot(idx)).ok_or(EINVAL)?;
+            self.push(|area| {
+                area.get_mut(..data.len())
+                    .ok_or(EINVAL)?
+                    .copy_from_slice(data);
+                Ok(w)
+            })?;
+            idx = geo.next(idx);
+        }
+        Ok(n)
+    }
+
     /// Appends the WQE `fill` checks after putting its data in the (cleared) data area it
     /// is given; nothing is posted if `fill` fails. `ENOMEM` if the queue is full (as
     /// hardware drivers answer `ib_post_send` on a full queue).

@@ -12,6 +12,7 @@
 //! - [`crc32`], [`icrc`]: the invariant CRC, generic over the CRC32 implementation.
 //! - [`ip`]: the IP and UDP headers of outgoing packets.
 //! - [`psn`], [`aeth`]: sequence-number arithmetic and ACK syndromes.
+//! - [`pma`]: the port's Performance Management agent (the answers to PerfMgmt MADs).
 //! - [`rc`]: the Reliable Connected transport as sans-IO state machines.
 //! - [`target`]: which address (WQE SGE or RETH/AtomicETH) and access right a transfer uses.
 //! - [`uabi`]: the rxe user ABI: shared queues, WQE validation and completion entries.
@@ -39,6 +40,7 @@ pub mod icrc;
 pub mod ip;
 pub mod opcode;
 pub mod packet;
+pub mod pma;
 pub mod psn;
 pub mod rc;
 pub mod target;
