@@ -265,6 +265,12 @@ guest_test rping-mixed2 300 --file "$REPO/scripts/tests/rping.sh" "$REPO/scripts
 # 1 or 2 of the 20 datagrams on the wire (captured), to rdma_rxe as to rrxe.
 guest_test mckey 300 --file "$REPO/scripts/tests/mckey.sh" "$REPO/scripts/tests/mckey-rrxe.sh" "$REPO/scripts/tests/mckey-rrxe.sh"
 guest_test mckey-mixed2 300 --file "$REPO/scripts/tests/mckey.sh" "$REPO/scripts/tests/mckey-mixed2.sh" "$REPO/scripts/tests/mckey-mixed2.sh"
+# The Performance Management agent over the wire: PerfMgmt MADs from guest a's QP1 answered
+# by rrxe's process_mad on guest b. Not with rdma_rxe at either end: its process_mad answers
+# a Get with a zeroed MAD header (no requester matches it), and takes every other PerfMgmt
+# MAD, the GetResp to its own request included, answering it with a zeroed MAD (seen on the
+# wire), so the response never reaches the requesting agent.
+guest_test pma 200 --file "$REPO/scripts/tests/pma.sh" "$REPO/scripts/tests/pma-rrxe.sh" "$REPO/scripts/tests/pma-rrxe.sh"
 
 # Loopback: QPs of one device talking to each other, with stock tools.
 guest_test loopback 400 "$REPO/scripts/tests/loopback.sh"
