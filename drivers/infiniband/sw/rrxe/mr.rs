@@ -29,6 +29,7 @@
 //! or a received SEND with invalidate on that QP ([`Window::invalidate`]); a type 1 window
 //! is unbound by a bind of length 0.
 
+use crate::mw::Window;
 use crate::params::Charge;
 pub(crate) use crate::proto::target::Access as Need;
 use crate::proto::target::{PageLayout, Region};
@@ -47,7 +48,7 @@ use kernel::sync::{
 };
 
 /// Access flags rrxe supports on memory regions.
-const SUPPORTED_ACCESS: AccessFlags = AccessFlags::LOCAL_WRITE
+pub(crate) const SUPPORTED_ACCESS: AccessFlags = AccessFlags::LOCAL_WRITE
     .union(AccessFlags::REMOTE_WRITE)
     .union(AccessFlags::REMOTE_READ)
     .union(AccessFlags::REMOTE_ATOMIC)
@@ -80,15 +81,15 @@ pub(crate) struct UserRegion {
     /// The pinned user memory.
     umem: Umem,
     /// Start of the region as the wire and SGEs name it.
-    iova: u64,
+    pub(crate) iova: u64,
     /// Length in bytes.
-    length: u64,
+    pub(crate) length: u64,
     /// Access rights (`AccessFlags` bits), changed by a re-registration.
     access: Atomic<u32>,
     /// The protection domain's identity, changed by a re-registration.
     pd_id: Atomic<u64>,
     /// The key (lkey and rkey).
-    key: u32,
+    pub(crate) key: u32,
     /// Windows bound to the region, or [`DEREGISTERED`] once it is being deregistered.
     windows: Atomic<u32>,
 }
@@ -99,17 +100,17 @@ const DEREGISTERED: u32 = 1 << 31;
 impl UserRegion {
     /// Returns the access rights (a re-registration may change them at any time: an access
     /// is checked against the rights of the moment).
-    fn access(&self) -> AccessFlags {
+    pub(crate) fn access(&self) -> AccessFlags {
         AccessFlags::from_raw(self.access.load(Relaxed))
     }
 
     /// Returns the protection domain's identity (as [`Self::access`]).
-    fn pd_id(&self) -> u64 {
+    pub(crate) fn pd_id(&self) -> u64 {
         self.pd_id.load(Relaxed)
     }
 
     /// Counts one more window bound to the region; `false` if it is being deregistered.
-    fn hold_window(&self) -> bool {
+    pub(crate) fn hold_window(&self) -> bool {
         let mut cur = self.windows.load(Relaxed);
         loop {
             // Fewer windows than keys exist: the count cannot reach the flag bit.
@@ -124,7 +125,7 @@ impl UserRegion {
     }
 
     /// Uncounts a window that [`Self::hold_window`] counted.
-    fn release_window(&self) {
+    pub(crate) fn release_window(&self) {
         self.windows.fetch_sub(1u32, Full);
     }
 
@@ -134,213 +135,6 @@ impl UserRegion {
             .cmpxchg(0, DEREGISTERED, Full)
             .map(|_| ())
             .map_err(|_| EBUSY)
-    }
-}
-
-/// Access flags a memory window may grant: those of a region, and zero-based addressing
-/// (type 2B only).
-const SUPPORTED_MW_ACCESS: AccessFlags = SUPPORTED_ACCESS.union(AccessFlags::ZERO_BASED);
-
-/// A memory window.
-pub(crate) struct Window {
-    /// The protection domain's identity.
-    pd_id: u64,
-    /// The window's index in the key table.
-    index: u32,
-    /// Type 2B (bound to a QP, invalidated by work requests) rather than type 1.
-    type2: bool,
-    /// Its key and binding, under a lock taken with bottom halves disabled.
-    state: Pin<KBox<SpinLock<WindowState>>>,
-}
-
-/// A window's key and binding.
-struct WindowState {
-    /// The current key (only the low byte changes, with each bind).
-    key: u32,
-    /// What the window names; `None` for an unbound type 1 window or a free type 2B one.
-    bound: Option<Binding>,
-}
-
-/// What a bound window names: a range of a user region, with the window's own rights.
-///
-/// # Invariants
-///
-/// `mr` is a [`MrInner::User`] region in which this binding is counted
-/// ([`UserRegion::hold_window`]) until it is dropped.
-struct Binding {
-    mr: Arc<MrInner>,
-    /// Start of the range as the region's addresses name it.
-    addr: u64,
-    /// Length of the range (not 0).
-    length: u64,
-    /// The rights the window grants (and [`AccessFlags::ZERO_BASED`]).
-    access: AccessFlags,
-    /// The QP a type 2B window was bound through (the only one that may use it).
-    qpn: u32,
-}
-
-impl Drop for Binding {
-    fn drop(&mut self) {
-        // Uncounted first: the region may then be deregistered, but the deregistration
-        // waits for an RCU grace period (a section with bottom halves disabled, where the
-        // data path binds and invalidates) before dropping its reference, so the data path
-        // never drops the last one (which unpins, and may sleep).
-        if let MrInner::User(u) = &*self.mr {
-            u.release_window();
-        }
-    }
-}
-
-/// A memory window bind (`IB_WR_BIND_MW`), as the work request gives it.
-pub(crate) struct BindRequest {
-    /// Key of the region to bind to (unused when `length` is 0).
-    pub(crate) mr_lkey: u32,
-    /// The window's current key.
-    pub(crate) mw_rkey: u32,
-    /// The new key (only its low byte is used).
-    pub(crate) rkey: u32,
-    /// Start of the range in the region's addresses.
-    pub(crate) addr: u64,
-    /// Length of the range; 0 unbinds a type 1 window.
-    pub(crate) length: u64,
-    /// `IB_ACCESS_*` rights the window grants.
-    pub(crate) access: u32,
-}
-
-impl Window {
-    /// Returns a new window of protection domain `pd_id` with key `key`, unbound.
-    pub(crate) fn new(pd_id: u64, key: u32, type2: bool) -> Result<Self> {
-        Ok(Self {
-            pd_id,
-            index: key >> 8,
-            type2,
-            state: KBox::pin_init(
-                new_spinlock!(WindowState { key, bound: None }),
-                crate::params::gfp_user(),
-            )?,
-        })
-    }
-
-    /// Takes the state's lock, with bottom halves disabled (the data path takes it in
-    /// softirq).
-    fn lock(&self) -> BhLocked<'_, WindowState> {
-        BhLocked::lock(&self.state)
-    }
-
-    /// Binds the window for a QP (number `qpn`) of protection domain `pd_id` to `mr` (the
-    /// table entry at `req.mr_lkey`'s index; `None` for a length of 0), with the checks of
-    /// IBA 10.6.7.2 (rdma_rxe's `rxe_check_bind_mw()`): the window's current key; a type 1
-    /// window not zero based, a type 2B one free and bound to a non-empty range; the QP,
-    /// the window and the region in one PD (C10-72); the region's current key, its
-    /// `MW_BIND` right (C10-73), its local write right for a writable window (C10-74), and
-    /// the whole range inside it (C10-75). `EINVAL` otherwise, and nothing changes.
-    pub(crate) fn bind(
-        &self,
-        pd_id: u64,
-        qpn: u32,
-        req: &BindRequest,
-        mr: Option<Arc<MrInner>>,
-    ) -> Result {
-        let access = AccessFlags::from_raw(req.access);
-        if !access.is_within(SUPPORTED_MW_ACCESS)
-            || (!self.type2 && access.contains(AccessFlags::ZERO_BASED))
-            || self.pd_id != pd_id
-        {
-            return Err(EINVAL);
-        }
-        let mut st = self.lock();
-        if st.key != req.mw_rkey || (self.type2 && (st.bound.is_some() || req.length == 0)) {
-            return Err(EINVAL);
-        }
-        let new = match (mr, req.length) {
-            (_, 0) => None,
-            (Some(mr), length) => {
-                let MrInner::User(u) = &*mr else {
-                    return Err(EINVAL);
-                };
-                let remote_modify = AccessFlags::REMOTE_WRITE.union(AccessFlags::REMOTE_ATOMIC);
-                let end = req.addr.checked_add(length).ok_or(EINVAL)?;
-                let region_end = u.iova.checked_add(u.length).ok_or(EINVAL)?;
-                let rights = u.access();
-                if u.key != req.mr_lkey
-                    || u.pd_id() != pd_id
-                    || !rights.contains(AccessFlags::MW_BIND)
-                    || (access.bits() & remote_modify.bits() != 0
-                        && !rights.contains(AccessFlags::LOCAL_WRITE))
-                    || req.addr < u.iova
-                    || end > region_end
-                    || !u.hold_window()
-                {
-                    return Err(EINVAL);
-                }
-                // INVARIANT: a user region, this binding counted in it just above.
-                Some(Binding {
-                    addr: req.addr,
-                    length,
-                    access,
-                    qpn,
-                    mr,
-                })
-            }
-            (None, _) => return Err(EINVAL),
-        };
-        st.key = (st.key & !0xff) | (req.rkey & 0xff);
-        // The binding replaced (a type 1 rebind) is dropped here: its region is still
-        // registered (it counted this binding), so this is not its last reference.
-        st.bound = new;
-        Ok(())
-    }
-
-    /// Invalidates the window for a QP (number `qpn`) of protection domain `pd_id`, by a
-    /// LOCAL_INV or a received SEND with invalidate of `key`: only a bound type 2B window,
-    /// by the QP it is bound through (o10-37.2.26, o10-37.2.43). `EINVAL` otherwise.
-    pub(crate) fn invalidate(&self, pd_id: u64, qpn: u32, key: u32) -> Result {
-        let mut st = self.lock();
-        match &st.bound {
-            Some(b) if self.type2 && self.pd_id == pd_id && st.key == key && b.qpn == qpn => {
-                st.bound = None;
-                Ok(())
-            }
-            _ => Err(EINVAL),
-        }
-    }
-
-    /// Resolves `key` for a remote access of `len` bytes at `va` with the right `need` by a
-    /// QP (number `qpn`) of protection domain `pd_id`: the window must be bound under `key`,
-    /// in that PD (a type 2B window: through that QP), grant `need` and hold the whole range
-    /// (addressed from 0 if zero based). Returns the region and the offset of the access in
-    /// it.
-    pub(crate) fn resolve(
-        &self,
-        key: u32,
-        pd_id: u64,
-        qpn: u32,
-        va: u64,
-        len: u32,
-        need: Need,
-    ) -> Option<(Arc<MrInner>, usize)> {
-        let st = self.lock();
-        let b = st.bound.as_ref()?;
-        if st.key != key || (self.type2 && b.qpn != qpn) {
-            return None;
-        }
-        let MrInner::User(u) = &*b.mr else {
-            return None;
-        };
-        let window = Region {
-            iova: if b.access.contains(AccessFlags::ZERO_BASED) {
-                0
-            } else {
-                b.addr
-            },
-            length: b.length,
-            rights: b.access.bits(),
-            pd: self.pd_id,
-        };
-        let off = window.check(pd_id, va, len, need).ok()?;
-        // The range is inside the region (checked at bind): this cannot overflow.
-        let off = b.addr.checked_sub(u.iova)?.checked_add(off)?;
-        Some((b.mr.clone(), usize::try_from(off).ok()?))
     }
 }
 
@@ -408,7 +202,7 @@ impl MrInner {
         match self {
             Self::User(u) => u.key >> 8,
             Self::Fast(f) => f.index,
-            Self::Window(w) => w.index,
+            Self::Window(w) => w.index(),
         }
     }
 
@@ -421,16 +215,7 @@ impl MrInner {
                 let st = f.lock();
                 (st.valid && st.key == key).then_some((st.active.iova, st.active.length))
             }
-            Self::Window(w) => {
-                let st = w.lock();
-                let b = st.bound.as_ref().filter(|_| st.key == key)?;
-                let start = if b.access.contains(AccessFlags::ZERO_BASED) {
-                    0
-                } else {
-                    b.addr
-                };
-                Some((start, b.length))
-            }
+            Self::Window(w) => w.span(key),
         }
     }
 
@@ -596,7 +381,7 @@ impl FastRegion {
 
 /// A spinlock the data path also takes in softirq, held with bottom halves disabled (a
 /// fast region's or a window's state).
-struct BhLocked<'a, T> {
+pub(crate) struct BhLocked<'a, T> {
     // Dropped first: the lock is released before bottom halves are enabled again.
     guard: SpinLockGuard<'a, T>,
     _bh: BhGuard,
@@ -604,7 +389,7 @@ struct BhLocked<'a, T> {
 
 impl<'a, T> BhLocked<'a, T> {
     /// Disables bottom halves, then takes `lock`.
-    fn lock(lock: &'a SpinLock<T>) -> Self {
+    pub(crate) fn lock(lock: &'a SpinLock<T>) -> Self {
         let bh = BhGuard::new();
         Self {
             guard: lock.lock(),

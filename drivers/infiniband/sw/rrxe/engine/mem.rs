@@ -16,13 +16,14 @@
 //! invalidate) which range of a user region a window's key names. They go through the same
 //! key table ([`QpShared::fast_register`], [`QpShared::bind_mw`],
 //! [`QpShared::invalidate`]); a remote key naming a window resolves to the range of the
-//! region it is bound to ([`Window::resolve`](crate::mr::Window::resolve)).
+//! region it is bound to ([`Window::resolve`](crate::mw::Window::resolve)).
 //!
 //! Scatter lists are split into per-SGE pieces by the wire core's [`SgeList::walk`]; each
 //! piece is resolved on its own.
 
 use super::QpShared;
-use crate::mr::{BindRequest, MrInner, Need};
+use crate::mr::{MrInner, Need};
+use crate::mw::BindRequest;
 use crate::proto::uabi::{SgeList, SgeWalkError};
 use kernel::prelude::*;
 use kernel::rdma::wr::KernelDma;

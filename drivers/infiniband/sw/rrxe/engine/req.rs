@@ -25,7 +25,8 @@
 //! [`Transport::Uc`]: crate::proto::rc::Transport::Uc
 
 use super::{replies::TX_WAIT_US, xmit::PKEY, Engine, Events, QpShared, SQ_SLOTS};
-use crate::mr::{BindRequest, Need};
+use crate::mr::Need;
+use crate::mw::BindRequest;
 use crate::net::PortCounter;
 use crate::proto::{
     aeth::{NakCode, Syndrome},
