@@ -128,11 +128,12 @@ fi
 # --- 4. guests ---------------------------------------------------------------------------
 KPAT='WARNING:|BUG:|Oops|general protection|KASAN|refcount_t|suspected memory leak|Call Trace|soft lockup|hung_task|rcu_sched detected stall|RCU stall'
 # console_lines FILE: a guest console as the script printed it. The kernel writes its
-# messages ("[ seconds] text") to the serial port whole, but wherever the script's output
-# happens to be, so a message can land in the middle of a result line
-# ("RRXE-TEST name[   12.345678] rdma_rxe: ...\n ok"): such messages are cut out.
+# messages ("[%5lu.%06lu] text", printk's timestamp) to the serial port whole, but
+# wherever the script's output happens to be, so a message can land in the middle of a
+# result line ("RRXE-TEST name[   12.345678] rdma_rxe: ...\n ok"): such messages are cut
+# out (only with printk's six decimals: test tools print times of their own in brackets).
 console_lines() {
-	perl -0777 -pe '1 while s/(?<=[^\n])\[ *[0-9]+\.[0-9]+\] [^\n]*\n//g' "$1"
+	perl -0777 -pe '1 while s/(?<=[^\n])\[ *[0-9]+\.[0-9]{6}\] [^\n]*\n//g' "$1"
 }
 # guest_test NAME TIMEOUT [QEMU_OPTS] SCRIPT_A [SCRIPT_B]: boots the guests (if NAME is
 # selected) and judges their RRXE-TEST lines against scripts/tests/expected.txt.
