@@ -25,10 +25,12 @@ pub(super) enum CqSide {
 impl QpShared {
     /// Completes the oldest send WQE in flight (whose copy is shadow slot `id`).
     pub(super) fn complete_send(&self, e: &mut Engine, ev: &mut Events, id: u32, status: WcStatus) {
+        // The shadow WQE is attached (its view built) once, for the counter and the CQE.
+        let wqe = e.shadow.wqe(id);
         match status {
             WcStatus::Success
-                if e.shadow
-                    .wqe(id)
+                if wqe
+                    .as_ref()
                     .is_some_and(|w| matches!(w.op(), SendOp::Send { .. })) =>
             {
                 self.dev.stats.inc(PortCounter::RdmaSends)
@@ -37,7 +39,7 @@ impl QpShared {
             WcStatus::RnrRetryExcErr => self.dev.stats.inc(PortCounter::RnrRetryExceeded),
             _ => {}
         }
-        let cqe = match (e.shadow.wqe(id), status) {
+        let cqe = match (wqe, status) {
             (Some(w), WcStatus::Success) => w
                 .signaled(self.sig_all)
                 .then(|| Completion::send_success(&w, self.qpn)),
