@@ -77,6 +77,14 @@ wait_for_port() {
 	return 1
 }
 
+# wait_listen PORT [SECS]: waits until a TCP socket of this guest listens on PORT (default
+# 30 s), without connecting to it: for one-shot servers (ibv_*_pingpong, perftest) started in
+# the background in the same guest, before their client starts.
+wait_listen() {
+	retry $((${2:-30} * 10)) 0.1 sh -c "ss -Hltn 'sport = :$1' | grep -q ." ||
+		{ echo "nothing listens on port $1 after ${2:-30} s" >&2; return 1; }
+}
+
 # kmemleak_clear: forget the objects allocated so far (boot noise); call before a test.
 kmemleak_clear() { echo clear >/sys/kernel/debug/kmemleak; }
 

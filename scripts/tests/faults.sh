@@ -100,7 +100,8 @@ for pct in 2 10 30; do
 		port=$((18700 + runs))
 		failing ibv_rc_pingpong -d rrxe0 -g "$GID" -p $port -s 65536 -n 20 &
 		srv=$!
-		sleep 0.5
+		# (A server that an injected failure ended before it listened: the client fails.)
+		wait_listen $port 10
 		timeout 30 ibv_rc_pingpong -d rrxe0 -g "$GID" -p $port -s 65536 -n 20 127.0.0.1 >/dev/null 2>&1
 		wait $srv
 		rc=$?
@@ -125,16 +126,23 @@ dmesg -c >/dev/null
 
 # Every object the failing processes created is gone with them (their contexts closed, each
 # verb that failed half-way undid its part). The MAD layer's own objects ([ib_core]) stay.
-sleep 1
-left=$(for r in "pd dev rrxe0" "cq dev rrxe0" "qp link rrxe0/1" "mr dev rrxe0"; do
-	# shellcheck disable=SC2086
-	rdma resource show $r 2>&1 | grep -v 'comm \[ib_core\]'
-done)
+# (Polled for 10 s: a context is released when the last reference to its file goes.)
+leftovers() {
+	for r in "pd dev rrxe0" "cq dev rrxe0" "qp link rrxe0/1" "mr dev rrxe0"; do
+		# shellcheck disable=SC2086
+		rdma resource show $r 2>&1 | grep -v 'comm \[ib_core\]'
+	done
+}
+for _ in $(seq 50); do
+	left=$(leftovers)
+	[ -z "$left" ] && break
+	sleep 0.2
+done
 if [ -z "$left" ]; then ok faults_nothing_left; else bad faults_nothing_left "$left"; fi
 
 ibv_rc_pingpong -d rrxe0 -g "$GID" -p 18699 -s 65536 -n 20 >/tmp/pps.out 2>&1 &
 srv=$!
-sleep 0.5
+wait_listen 18699
 timeout 30 ibv_rc_pingpong -d rrxe0 -g "$GID" -p 18699 -s 65536 -n 20 127.0.0.1 >/tmp/ppc.out 2>&1
 crc=$?
 wait $srv

@@ -37,7 +37,7 @@ setup() {
 pingpong() {
 	ibv_rc_pingpong -d $DEV -g "$GID" -p "$1" -s 4096 -n 100000000 >/dev/null 2>&1 &
 	SRV=$!
-	sleep 0.3
+	wait_listen "$1" 10
 	ibv_rc_pingpong -d $DEV -g "$GID" -p "$1" -s 4096 -n 100000000 127.0.0.1 >/dev/null 2>&1 &
 	CLI=$!
 }
@@ -85,7 +85,7 @@ if [ $quiet = 0 ]; then ok teardown_loop_under_traffic; else bad teardown_loop_u
 setup || die "final setup"
 ibv_rc_pingpong -d $DEV -g "$GID" -p 18998 -s 65536 -n 50 >/tmp/pps.out 2>&1 &
 srv=$!
-sleep 0.5
+wait_listen 18998
 timeout 60 ibv_rc_pingpong -d $DEV -g "$GID" -p 18998 -s 65536 -n 50 127.0.0.1 >/tmp/ppc.out 2>&1
 crc=$?
 wait $srv
