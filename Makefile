@@ -3,9 +3,10 @@
 # rrxe: soft-RoCE RDMA driver in Rust. Entry points:
 #
 #   make demo      build everything, boot two QEMU guests, run ibv_rc_pingpong over rrxe
-#   make bench     perftest, pingpong and NVMe/RDMA for rrxe and rdma_rxe, interleaved, on a
-#                  kernel without lock debugging (build-bench/); writes
-#                  Documentation/rrxe-bench.rst (BENCH_QUICK=1: one quick round, not written)
+#   make bench     perftest (64 KiB, QP scaling, size sweeps), pingpong, NVMe/RDMA and QP cost
+#                  for rrxe and rdma_rxe, interleaved, on a kernel without lock debugging
+#                  (build-bench/); writes Documentation/rrxe-bench.rst and its plots
+#                  (BENCH_QUICK=1: one quick round, not written; BENCH_PARTS: see bench.sh)
 #   make check     every test: host (cargo), KUnit in a guest, end to end in guests
 #                  (T=GLOB[,GLOB...]: only those groups, see scripts/check.sh)
 #   make check-kasan  the guest groups (T=..., default a robustness subset) on a KASAN kernel

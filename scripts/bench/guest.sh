@@ -7,47 +7,65 @@
 #   BENCH <driver> <test> <value> <unit>
 # Then guest b writes and reads an NVMe namespace of guest a over NVMe/RDMA on the same
 # driver. Finally iperf3 measures raw TCP between the guests (the wire's ceiling).
+# BENCH_PARTS (default "main scale sweep qp") picks what runs for each driver:
+#  - main: perftest at 64 KiB, write latency, ibv_rc_pingpong, ibv_ud_pingpong (the wire's
+#    datagram round trip, no transport), NVMe over RDMA;
+#  - scale: ib_write_bw at 64 KiB over 8 and 64 QPs;
+#  - sweep: ib_write_bw/ib_read_bw/ib_send_bw over $SWEEP_BW sizes and ib_write_lat/
+#    ib_send_lat over $SWEEP_LAT sizes, BENCH_SWEEP_DURATION (default 2) seconds each;
+#  - qp: qp_cost (tools/testing/rrxe) in each guest: 1,000 idle RC QPs (memory, create and
+#    connect, destroy) and 200 create+connect+destroy cycles.
 . /usr/local/lib/rrxe/lib.sh
 
 DUR=${BENCH_DURATION:-8}
+SDUR=${BENCH_SWEEP_DURATION:-2}
+PARTS=" ${BENCH_PARTS:-main scale sweep qp} "
+SWEEP_BW="64 1024 4096 16384 65536 262144 1048576"
+SWEEP_LAT="8 64 1024 4096 65536"
 PORT=20000
 SIZE=65536
+part() { [[ $PARTS == *" $1 "* ]]; }
 
-# run TEST EXTRA-ARGS...: one perftest run; guest b prints its output to /tmp/bench.out.
+# lockstep TIMEOUT CMD ARGS...: one server/client run of CMD on port $PORT, the guests kept
+# in step by messages, not by timing: guest a starts the server, waits until it listens and
+# tells guest b, which runs the client (CMD ARGS... $RRXE_PEER, output in /tmp/bench.out)
+# and tells a when it is done; a then gives its server 10 s to end before ending it. A
+# server that hangs, or a client that fails, costs one figure, not the rest of the run.
+lockstep() {
+	local to=$1 go=$((7000 + PORT % 1000)) fin=$((8000 + PORT % 1000)) srv
+	shift
+	if [ "$RRXE_NAME" = a ]; then
+		timeout "$to" "$@" >/tmp/bench.out 2>&1 &
+		srv=$!
+		wait_listen "$PORT" 30 && tell_peer $go go
+		hear $fin $((to + 120)) >/dev/null
+		for _ in $(seq 50); do kill -0 $srv 2>/dev/null || break; sleep 0.2; done
+		kill $srv 2>/dev/null
+		wait $srv 2>/dev/null
+		return 0
+	fi
+	hear $go $((to + 180)) >/dev/null
+	connect_retry 25 /tmp/bench.out timeout "$to" "$@" "$RRXE_PEER"
+	tell_peer $fin done
+}
+
+# run TEST EXTRA-ARGS...: one perftest run; guest b has its output in /tmp/bench.out.
 run() {
 	local t=$1
 	shift
 	PORT=$((PORT + 1))
-	if [ "$RRXE_NAME" = a ]; then
-		timeout $((DUR * 4 + 60)) "$t" -d "$DEV" -x "$GID" -p $PORT -F "$@" >/tmp/bench.out 2>&1
-	else
-		local i=0
-		while :; do
-			timeout $((DUR * 4 + 60)) "$t" -d "$DEV" -x "$GID" -p $PORT -F "$@" "$RRXE_PEER" >/tmp/bench.out 2>&1
-			grep -q "Couldn't connect\|Unable to init the socket" /tmp/bench.out || break
-			i=$((i + 1))
-			[ $i -lt 150 ] || break
-			sleep 0.2
-		done
-	fi
+	lockstep $((DUR * 4 + 60)) "$t" -d "$DEV" -x "$GID" -p $PORT -F "$@"
 }
 
-# pp SIZE ITERS: one ibv_rc_pingpong run (server on guest a); true on guest b.
+# pp [-u] SIZE ITERS: one ibv_rc_pingpong run (-u: ibv_ud_pingpong), server on guest a;
+# true on guest b.
 pp() {
+	# A lost datagram ends a UD pingpong (nothing resends it): a short timeout.
+	local prog=ibv_rc_pingpong to=300
+	[ "$1" = -u ] && { prog=ibv_ud_pingpong to=60; shift; }
 	PORT=$((PORT + 1))
-	if [ "$RRXE_NAME" = a ]; then
-		timeout 300 ibv_rc_pingpong -d "$DEV" -g "$GID" -s "$1" -n "$2" -p $PORT >/tmp/bench.out 2>&1
-		return 1
-	fi
-	local i=0
-	while :; do
-		timeout 300 ibv_rc_pingpong -d "$DEV" -g "$GID" -s "$1" -n "$2" -p $PORT "$RRXE_PEER" >/tmp/bench.out 2>&1
-		grep -q "Couldn't connect" /tmp/bench.out || break
-		i=$((i + 1))
-		[ $i -lt 150 ] || break
-		sleep 0.2
-	done
-	return 0
+	lockstep $to $prog -d "$DEV" -g "$GID" -s "$1" -n "$2" -p $PORT
+	[ "$RRXE_NAME" = b ]
 }
 
 # result LINE-PATTERN FIELD: the FIELD-th number of perftest's result line.
@@ -61,6 +79,37 @@ for drv in ${BENCH_DRIVERS:-rrxe rxe}; do
 	rxe) rdma_link rdma_rxe rxe rxe0; DEV=rxe0; MOD=rdma_rxe ;;
 	esac
 	GID=$(rrxe_gid_index "$DEV") || die "no RoCE v2 GID on $DEV"
+	if part qp; then
+		# Each guest on its own device; guest b reports.
+		timeout 600 qp_cost -d "$DEV" -g "$GID" -n 1000 -c 200 >/tmp/qp.out 2>&1 ||
+			{ cat /tmp/qp.out; log "qp_cost failed on $DEV"; }
+		[ "$RRXE_NAME" = b ] && awk -v d="$drv" '$1 == "BENCH-QP" && $2 != "qps" { print "BENCH", d, $2, $3, $4 }' /tmp/qp.out
+	fi
+	if part scale; then
+		for q in 8 64; do
+			run ib_write_bw -s $SIZE -D "$DUR" -q $q
+			[ "$RRXE_NAME" = b ] && echo "BENCH $drv ib_write_bw_q$q $(result x 4) MB/s"
+		done
+	fi
+	if part sweep; then
+		for t in ib_write_bw ib_read_bw ib_send_bw; do
+			for s in $SWEEP_BW; do
+				run $t -s "$s" -D "$SDUR"
+				[ "$RRXE_NAME" = b ] && echo "BENCH $drv sweep:$t:$s $(result x 4) MB/s"
+			done
+		done
+		for t in ib_write_lat ib_send_lat; do
+			for s in $SWEEP_LAT; do
+				run $t -s "$s" -D "$SDUR"
+				[ "$RRXE_NAME" = b ] && echo "BENCH $drv sweep:$t:$s $(result x 3) usec"
+			done
+		done
+	fi
+	if ! part main; then
+		rdma link del "$DEV" || die "rdma link del $DEV"
+		rmmod "$MOD" || die "rmmod $MOD"
+		continue
+	fi
 	for t in ib_write_bw ib_read_bw ib_send_bw; do
 		run $t -s $SIZE -D "$DUR"
 		[ "$RRXE_NAME" = b ] && echo "BENCH $drv $t $(result x 4) MB/s"
@@ -72,6 +121,7 @@ for drv in ${BENCH_DRIVERS:-rrxe rxe}; do
 	# ibv_rc_pingpong (SEND/RECV round trips): latency at 64 B, throughput at 1 MiB.
 	pp 64 200 && echo "BENCH $drv rc_pingpong_64B $(awk '/iters in/ {print $(NF-1)}' /tmp/bench.out) usec/iter"
 	pp 1048576 10 && echo "BENCH $drv rc_pingpong_1MiB $(awk '/bytes in/ {print $(NF-1)}' /tmp/bench.out) Mbit/s"
+	pp -u 64 200 && echo "BENCH $drv ud_pingpong_64B $(awk '/iters in/ {print $(NF-1)}' /tmp/bench.out) usec/iter"
 	[ "$RRXE_NAME" = b ] && { echo "== $drv: last output"; cat /tmp/bench.out; }
 	# NVMe over RDMA (nvme-rdma on guest b, nvmet-rdma over a null_blk on guest a):
 	# sequential 128 KiB direct I/O, NVME_MB (default 32) MiB written, then read.
@@ -84,7 +134,12 @@ for drv in ${BENCH_DRIVERS:-rrxe rxe}; do
 		tell_peer $((4400 + 2 * NVPORT)) ready || die "cannot reach guest b"
 		hear $((4401 + 2 * NVPORT)) 900 >/dev/null
 	else
-		[ "$(hear $((4400 + 2 * NVPORT)) 300)" = ready ] || die "NVMe target not ready"
+		# (Anything but "ready" is logged and waited past, for 300 s in all.)
+		t_end=$((SECONDS + 300))
+		while m=$(hear $((4400 + 2 * NVPORT)) $((t_end - SECONDS > 1 ? t_end - SECONDS : 1))); [ "$m" != ready ]; do
+			log "NVMe sync: heard '$m'"
+			[ $SECONDS -lt $t_end ] || die "NVMe target not ready"
+		done
 		nvme_connect bench $NVPORT || die "nvme connect"
 		dd if=/dev/urandom of=/tmp/nv bs=1M count="$mb" 2>/dev/null
 		t0=$EPOCHREALTIME
