@@ -472,14 +472,21 @@ fn nak_seq_err_retransmits_from_its_psn() {
         .iter()
         .map(|p| (p.psn.get(), p.offset, p.len, p.retransmit))
         .collect();
-    assert_eq!(
-        got,
-        [(2, 512, 256, true), (3, 768, 232, true), (4, 0, 10, true)]
-    );
+    // The loss halved the congestion window (5 PSNs were in flight): two go out, the
+    // second asking for the ACK that lets the rest follow.
+    assert_eq!(got, [(2, 512, 256, true), (3, 768, 232, true)]);
+    assert!(again[1].ack_req);
+    assert_eq!(s.cwnd().get(), 2);
     assert_eq!(again[0].opcode, Opcode::RC_RDMA_WRITE_MIDDLE);
     // A second NAK for the same PSN while that retry is under way is ignored.
     s.on_response(&nak(2, NakCode::PsnSequenceError));
     assert!(drain_tx(&mut s).is_empty());
+    s.on_response(&ack(3));
+    let rest: Vec<_> = drain_tx(&mut s)
+        .iter()
+        .map(|p| (p.psn.get(), p.offset, p.len, p.retransmit))
+        .collect();
+    assert_eq!(rest, [(4, 0, 10, true)]);
     s.on_response(&ack(4));
     let a = drain_poll(&mut s);
     assert_eq!(

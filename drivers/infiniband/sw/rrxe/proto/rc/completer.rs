@@ -466,6 +466,7 @@ impl<const N: usize> Sender<N> {
         if new_una.diff(self.una) <= 0 {
             return false;
         }
+        self.cwnd.on_ack(new_una.diff(self.una).unsigned_abs());
         self.una = new_una;
         self.advance_done();
         if self.dead {
@@ -499,6 +500,9 @@ impl<const N: usize> Sender<N> {
         }
         self.retry_left = self.retry_left.wrapping_sub(1);
         self.retry_started = true;
+        // Packets were lost: send less until acknowledgements show the path has room.
+        self.cwnd
+            .on_loss(self.max_sent.diff(self.una).unsigned_abs(), timeout);
         if timeout {
             self.rto_backoff = self
                 .rto_backoff

@@ -37,12 +37,18 @@ pub use responder::{
 };
 // Used by the host crate only.
 #[cfg(rrxe_host)]
-pub use {completer::SendCompletion, qp_state::QpState, requester::PostError, responder::ReadResp};
+pub use {
+    completer::SendCompletion,
+    qp_state::QpState,
+    requester::{Cwnd, PostError, CWND_MIN},
+    responder::ReadResp,
+};
 
 /// Requester: request an ACK at least every this many packets (rxe `RXE_MAX_PKT_PER_ACK`).
 pub const MAX_PKT_PER_ACK: u32 = 64;
 
-/// Requester: at most this many PSNs sent but not acknowledged (rxe `RXE_MAX_UNACKED_PSNS`).
+/// Requester: at most this many PSNs sent but not acknowledged (rxe `RXE_MAX_UNACKED_PSNS`);
+/// after losses, the congestion window ([`requester::Cwnd`]) allows fewer.
 pub const MAX_UNACKED_PSNS: u32 = 128;
 
 /// Largest RDMA length a RETH may carry (IBA C9-94: 2^31 bytes).

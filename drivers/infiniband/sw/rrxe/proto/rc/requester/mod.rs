@@ -27,16 +27,21 @@
 //! The files split it by concern: this one holds the [`Sender`] itself (configuration,
 //! posting, segmentation into packets, the window and the transmit cursor); `op.rs` the
 //! operations and their opcodes on each transport ([`WrOp`], [`Transport`]); `tx.rs` what is
-//! handed in and out ([`PostedWqe`], [`TxPacket`], [`WqeHeaders`]).
+//! handed in and out ([`PostedWqe`], [`TxPacket`], [`WqeHeaders`]); `cwnd.rs` the congestion
+//! window ([`Cwnd`]), which keeps an RC QP below its fixed window after losses.
 //!
 //! [`PacketSpec`]: super::super::packet::PacketSpec
 
 use super::super::psn::Psn;
 use super::{PathMtu, MAX_DMA_LEN, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
 
+mod cwnd;
 mod op;
 mod tx;
 
+pub use cwnd::Cwnd;
+#[cfg(rrxe_host)]
+pub use cwnd::CWND_MIN;
 pub use op::{Transport, WrOp};
 pub use tx::{PostedWqe, TxPacket, WqeHeaders};
 
@@ -200,6 +205,9 @@ pub struct Sender<const N: usize> {
     pub(super) rto_cmd: Option<bool>,
     /// RNR timer to arm, for `poll`.
     pub(super) rnr_cmd: Option<super::super::aeth::RnrTimer>,
+    /// Congestion window (RC): at most this many PSNs outstanding, at most
+    /// `cfg.max_unacked_psns`.
+    pub(super) cwnd: Cwnd,
 }
 
 /// Most doublings of the local ACK timeout after expiries without progress: with
@@ -243,6 +251,7 @@ impl<const N: usize> Sender<N> {
             rto_backoff: 0,
             rto_cmd: None,
             rnr_cmd: None,
+            cwnd: Cwnd::new(cfg.max_unacked_psns),
         }
     }
 
@@ -271,6 +280,11 @@ impl<const N: usize> Sender<N> {
         !self.dead && self.len < N
     }
 
+    /// Returns the number of WQEs posted and not yet completed by [`Sender::poll`].
+    pub fn wqes(&self) -> usize {
+        self.len
+    }
+
     /// Returns `true` if no WQE is outstanding (for `IB_EVENT_SQ_DRAINED` in SQD).
     pub fn is_idle(&self) -> bool {
         self.len == 0
@@ -285,6 +299,21 @@ impl<const N: usize> Sender<N> {
     #[cfg(rrxe_host)]
     pub fn unacked_psn(&self) -> Psn {
         self.una
+    }
+
+    /// Returns the congestion window.
+    #[cfg(rrxe_host)]
+    pub fn cwnd(&self) -> Cwnd {
+        self.cwnd
+    }
+
+    /// Returns the PSNs that may be outstanding now: the congestion window on RC, the fixed
+    /// window on UC (which nothing acknowledges: `una` follows the cursor).
+    fn window(&self) -> u32 {
+        match self.cfg.transport {
+            Transport::Rc => self.cwnd.get().min(self.cfg.max_unacked_psns),
+            Transport::Uc => self.cfg.max_unacked_psns,
+        }
     }
 
     /// Returns `true` while draining once every WQE started has completed (the send queue
@@ -357,7 +386,8 @@ impl<const N: usize> Sender<N> {
         let slot = *self.slot(self.tx_slot)?;
         let psn = slot.first_psn.wrapping_add(self.tx_pkt);
         let outstanding = psn.diff(self.una).unsigned_abs();
-        if outstanding >= self.cfg.max_unacked_psns {
+        let window = self.window();
+        if outstanding >= window {
             return None;
         }
         if self.draining && self.tx_pkt == 0 && psn.diff(self.max_sent) >= 0 {
@@ -390,7 +420,7 @@ impl<const N: usize> Sender<N> {
         let ack_req = reliable
             && (last
                 || self.noack_pkts.wrapping_add(1) >= self.cfg.max_pkt_per_ack
-                || outstanding.wrapping_add(1) >= self.cfg.max_unacked_psns);
+                || outstanding.wrapping_add(1) >= window);
         self.noack_pkts = if ack_req {
             0
         } else {
