@@ -294,7 +294,15 @@ impl QpShared {
                 max_msg_size: MAX_MSG_SIZE,
                 length_check: LengthCheck::SgeSum,
             },
-            shadow: Shadow::new(sq_elem)?,
+            // A UD QP sends from slot 0 only; a connected QP keeps as many WQEs in flight as
+            // its send queue holds, at most `SQ_SLOTS`.
+            shadow: Shadow::new(
+                sq_elem,
+                match s.qp_type {
+                    WireQpType::Ud => 1,
+                    _ => usize::try_from(s.caps.max_send_wr).unwrap_or(SQ_SLOTS),
+                },
+            )?,
             rwqe: RecvCopy::new(rq_elem)?,
             stage: RecvCopy::new(rq_elem)?,
             stage_taken: false,

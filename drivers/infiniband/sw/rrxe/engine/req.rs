@@ -38,28 +38,44 @@ use crate::proto::{
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
 
-/// Copies of the send WQEs in flight: `SQ_SLOTS` slots of the send queue's element size,
+/// Copies of the send WQEs in flight: up to `SQ_SLOTS` slots of the send queue's element
+/// size (as many as the QP's send queue depth: a QP of 16 WRs does not pay for 128 copies),
 /// used as a ring in posting order, each with the WQE as validated from it
 /// ([`CheckedSendWqe`]), so that building a packet, placing a response or completing the WQE
-/// never validates it again.
+/// never validates it again. The requester starts a WQE only while a slot is free.
+///
+/// # Invariants
+///
+/// `0 < slots <= SQ_SLOTS`, `buf` holds `slots * elem` bytes and `wqes` `slots` entries,
+/// `next < slots`.
 pub(super) struct Shadow {
     buf: KVVec<u8>,
     wqes: KVVec<Option<CheckedSendWqe>>,
     elem: usize,
+    slots: u32,
     /// The slot the next WQE goes to.
     next: u32,
 }
 
 impl Shadow {
-    /// Returns an empty shadow ring for WQEs of `elem` bytes.
-    pub(super) fn new(elem: usize) -> Result<Self> {
-        let len = SQ_SLOTS.checked_mul(elem).ok_or(EINVAL)?;
+    /// Returns an empty shadow ring of `slots` slots (1 to `SQ_SLOTS`) for WQEs of `elem`
+    /// bytes.
+    pub(super) fn new(elem: usize, slots: usize) -> Result<Self> {
+        let slots = slots.clamp(1, SQ_SLOTS);
+        let len = slots.checked_mul(elem).ok_or(EINVAL)?;
         Ok(Self {
             buf: KVVec::from_elem(0u8, len, crate::params::gfp_user())?,
-            wqes: KVVec::from_elem(None, SQ_SLOTS, crate::params::gfp_user())?,
+            wqes: KVVec::from_elem(None, slots, crate::params::gfp_user())?,
             elem,
+            slots: u32::try_from(slots).map_err(|_| EINVAL)?,
             next: 0,
         })
+    }
+
+    /// Returns the number of slots: the most send WQEs in flight.
+    pub(super) fn slots(&self) -> usize {
+        // `slots <= SQ_SLOTS` by the type invariant.
+        self.slots as usize
     }
 
     /// Returns slot `id`.
@@ -194,7 +210,7 @@ impl QpShared {
 
     /// Copies, validates and posts the WQEs the consumer added to the send queue.
     fn fill_sender(&self, e: &mut Engine) {
-        while e.sq_error.is_none() && e.sender.has_room() {
+        while e.sq_error.is_none() && e.sender.has_room() && e.sender.wqes() < e.shadow.slots() {
             let id = e.shadow.next;
             let prod = match self.load_next_wqe(e, id) {
                 Ok(Some(prod)) => prod,
@@ -219,7 +235,7 @@ impl QpShared {
                 e.sq_error = Some(WcStatus::LocQpOpErr);
                 return;
             }
-            e.shadow.next = id.wrapping_add(1) % SQ_SLOTS as u32;
+            e.shadow.next = id.wrapping_add(1) % e.shadow.slots;
         }
     }
 
