@@ -97,11 +97,12 @@ if want host && [ -f "$REPO/tools/rrxe/Cargo.toml" ]; then
 fi
 
 # --- 3. kernel build ---------------------------------------------------------------------
-# make does not repeat the warnings of up-to-date objects: the driver is recompiled (its
-# crate root touched in the build tree), and the kernel crate's warnings come from its last
-# compilation, which scripts/kernel.sh keeps next to the build (.rrxe-full-build.log).
+# make does not repeat the warnings of up-to-date objects: the driver and its C KUnit
+# module are recompiled (their sources touched in the build tree), and the kernel crate's
+# warnings come from its last compilation, which scripts/kernel.sh keeps next to the build
+# (.rrxe-full-build.log).
 touch "$OUTDIR/.build-start"
-touch "$KSRC/drivers/infiniband/sw/rrxe/rdma_rrxe.rs" 2>/dev/null
+touch "$KSRC"/drivers/infiniband/sw/rrxe/{rdma_rrxe.rs,rrxe_frwr_test.c} 2>/dev/null
 if CLIPPY=1 "$REPO/scripts/kernel.sh" >"$OUTDIR/build.log" 2>&1; then
 	pass kernel_build
 	# The kernel crate's part of its last full build, and all of this build.
@@ -127,14 +128,6 @@ fi
 
 # --- 4. guests ---------------------------------------------------------------------------
 KPAT='WARNING:|BUG:|Oops|general protection|KASAN|refcount_t|suspected memory leak|Call Trace|soft lockup|hung_task|rcu_sched detected stall|RCU stall'
-# console_lines FILE: a guest console as the script printed it. The kernel writes its
-# messages ("[%5lu.%06lu] text", printk's timestamp) to the serial port whole, but
-# wherever the script's output happens to be, so a message can land in the middle of a
-# result line ("RRXE-TEST name[   12.345678] rdma_rxe: ...\n ok"): such messages are cut
-# out (only with printk's six decimals: test tools print times of their own in brackets).
-console_lines() {
-	perl -0777 -pe '1 while s/(?<=[^\n])\[ *[0-9]+\.[0-9]{6}\] [^\n]*\n//g' "$1"
-}
 # guest_test NAME TIMEOUT [QEMU_OPTS] SCRIPT_A [SCRIPT_B]: boots the guests (if NAME is
 # selected) and judges their RRXE-TEST lines against scripts/tests/expected.txt.
 guest_test() {

@@ -727,7 +727,7 @@ static void srq_resize_keeps_waiting_wrs(struct kunit *test)
 	init.srq = srq;
 	rx.qp = ib_create_qp(c->pd, &init);
 	if (IS_ERR(tx.qp) || IS_ERR(rx.qp)) {
-		KUNIT_FAIL(test, "create QPs: %ld %ld", PTR_ERR_OR_ZERO(tx.qp),
+		KUNIT_FAIL(test, "create QPs: %d %d", PTR_ERR_OR_ZERO(tx.qp),
 			   PTR_ERR_OR_ZERO(rx.qp));
 		goto out;
 	}
