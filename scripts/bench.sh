@@ -12,13 +12,14 @@
 # command, to Documentation/rrxe-bench.rst, with one SVG plot per swept tool beside it.
 # BENCH_DURATION (default 8) is each perftest run's -D, BENCH_SWEEP_DURATION (default 2)
 # that of each sweep point; BENCH_QUICK=1 is one run of each, -D 3, no sweeps (for
-# development). Only a full run (BENCH_PARTS unset, not quick) writes Documentation/; the
+# development). A second pair of guests, with 2 vCPUs each, runs part smp (BENCH_SMP=0
+# skips it). Only a full run (BENCH_PARTS unset, not quick) writes Documentation/; the
 # others write their document to build-bench/bench/.
 set -euo pipefail
 export RRXE_VARIANT=${RRXE_VARIANT:-bench}
 . "$(dirname "$0")/lib.sh"
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
-	export BENCH_RUNS=1 BENCH_DURATION=3 BENCH_PARTS=${BENCH_PARTS:-main scale qp}
+	export BENCH_RUNS=1 BENCH_DURATION=3 BENCH_PARTS=${BENCH_PARTS:-main scale qp} BENCH_SMP=${BENCH_SMP:-0}
 fi
 export BENCH_RUNS=${BENCH_RUNS:-3} BENCH_DURATION=${BENCH_DURATION:-8}
 export BENCH_PARTS=${BENCH_PARTS:-main scale sweep qp} BENCH_SWEEP_DURATION=${BENCH_SWEEP_DURATION:-2}
@@ -36,9 +37,22 @@ printf 'BENCH_DRIVERS="%s" BENCH_DURATION=%s BENCH_PARTS="%s" BENCH_SWEEP_DURATI
 "$REPO/scripts/qemu.sh" --timeout $((BENCH_RUNS * 1200 + 300)) --out "$out" --file "$REPO/scripts/bench/guest.sh" \
 	"$out/run.sh" "$out/run.sh" >"$out.log" 2>&1 ||
 	{ tail -50 "$out.log"; rrxe_die "bench guests failed (see $out)"; }
-# Kernel messages that landed inside a result line are cut out (as check.sh's console_lines).
-perl -0777 -pe '1 while s/(?<=[^\n])\[ *[0-9]+\.[0-9]{6}\] [^\n]*\n//g' "$out/b.console" |
-	grep -a '^BENCH ' | tr -d '\r' >"$out/results.txt"
+# Kernel messages that landed inside a result line are cut out (lib.sh's console_lines).
+console_lines "$out/b.console" | grep -a '^BENCH ' | tr -d '\r' >"$out/results.txt"
+# Then the same drivers on guests with 2 vCPUs each (BENCH_SMP=0 skips it): does the work
+# spread over both CPUs? (Under TCG each vCPU is a host thread: the host's 2 cores carry
+# the 4 vCPUs.)
+if [ "${BENCH_SMP:-1}" = 1 ]; then
+	printf 'BENCH_DRIVERS="%s" BENCH_DURATION=%s BENCH_PARTS=smp\n. /usr/local/bin/guest.sh\n' \
+		"$BENCH_DRIVERS" "$BENCH_DURATION" >"$out/run-smp.sh"
+	if "$REPO/scripts/qemu.sh" --smp 2 --timeout $((BENCH_RUNS * 300 + 300)) --out "$out/smp2" \
+		--file "$REPO/scripts/bench/guest.sh" "$out/run-smp.sh" "$out/run-smp.sh" >"$out/smp2.log" 2>&1; then
+		console_lines "$out/smp2/b.console" | grep -a '^BENCH ' | tr -d '\r' >>"$out/results.txt"
+	else
+		tail -20 "$out/smp2.log"
+		rrxe_log "the 2-vCPU guests failed (see $out/smp2): their rows stay empty"
+	fi
+fi
 doc=$REPO/Documentation/rrxe-bench.rst
 # Only a full run (every part, not quick) rewrites the document; others write beside the logs.
 [ "${BENCH_QUICK:-0}" = 1 ] || [ "$BENCH_PARTS" != "main scale sweep qp" ] && doc=$out/rrxe-bench.rst

@@ -27,3 +27,12 @@ rrxe_make_args() {
 	[ -n "${CLIPPY:-}" ] && MK+=(CLIPPY=1)
 	return 0
 }
+
+# console_lines FILE: a guest console as the script printed it. The kernel writes its
+# messages ("[%5lu.%06lu] text", printk's timestamp) to the serial port whole, but
+# wherever the script's output happens to be, so a message can land in the middle of a
+# result line ("RRXE-TEST name[   12.345678] rdma_rxe: ...\n ok"): such messages are cut
+# out (only with printk's six decimals: test tools print times of their own in brackets).
+console_lines() {
+	perl -0777 -pe '1 while s/(?<=[^\n])\[ *[0-9]+\.[0-9]{6}\] [^\n]*\n//g' "$1"
+}

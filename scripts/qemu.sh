@@ -14,6 +14,8 @@
 #   --timeout SECS   kill the guests after SECS (default 300)
 #   --pcap FILE      capture the wire (guest a's netdev)
 #   --mem MB         guest memory (default 1024)
+#   --smp N          virtual CPUs per guest (default 1), one per socket: without ACPI the
+#                    guest kernel finds CPUs in SeaBIOS's MP table, which lists one per socket
 #   --append ARGS    extra kernel command line arguments
 #   --file FILE      add FILE to /usr/local/bin of every guest (repeatable)
 #   --cpio FILE      append the cpio archive FILE to every guest's initramfs (repeatable;
@@ -34,12 +36,13 @@ set -euo pipefail
 
 WIRE=${RRXE_WIRE:-udp}
 case "$WIRE" in udp | tcp) ;; *) rrxe_die "RRXE_WIRE is udp or tcp, not '$WIRE'" ;; esac
-TIMEOUT=300 PCAP= MEM=1024 APPEND= INTERACTIVE= QUIET= OUT= FILES=() CPIOS=()
+TIMEOUT=300 PCAP= MEM=1024 SMP=1 APPEND= INTERACTIVE= QUIET= OUT= FILES=() CPIOS=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--timeout) TIMEOUT=$2; shift 2 ;;
 	--pcap) PCAP=$(realpath -m "$2"); shift 2 ;;
 	--mem) MEM=$2; shift 2 ;;
+	--smp) SMP=$2; shift 2 ;;
 	--append) APPEND=$2; shift 2 ;;
 	--file) FILES+=("$(realpath "$2")"); shift 2 ;;
 	--cpio) CPIOS+=("$(realpath "$2")"); shift 2 ;;
@@ -102,7 +105,7 @@ TSC=$(tsc_khz)
 # qemu_args NAME IP PEER NETDEV: the command line of one guest.
 qemu_args() {
 	local mac=52:54:00:00:00:0${2##*.}
-	Q=(qemu-system-x86_64 -nodefaults -no-user-config -accel tcg -cpu max -smp 1 -m "$MEM"
+	Q=(qemu-system-x86_64 -nodefaults -no-user-config -accel tcg -cpu max -smp "$SMP,sockets=$SMP,cores=1,threads=1" -m "$MEM"
 	   -display none -no-reboot -kernel "$KERNEL" -initrd "$OUT/$1.initrd"
 	   -append "console=ttyS0 panic=-1 loglevel=7 printk.devkmsg=on rrxe.name=$1 rrxe.ip=$2/24${3:+ rrxe.peer=$3} rrxe.timeout=$((TIMEOUT + 10)) $APPEND"
 	   -netdev "$4" -device virtio-net-pci,netdev=n0,mac="$mac")

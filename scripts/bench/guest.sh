@@ -10,15 +10,21 @@
 # BENCH_PARTS (default "main scale sweep qp") picks what runs for each driver:
 #  - main: perftest at 64 KiB, write latency, ibv_rc_pingpong, ibv_ud_pingpong (the wire's
 #    datagram round trip, no transport), NVMe over RDMA;
-#  - scale: ib_write_bw at 64 KiB over 8 and 64 QPs;
+#  - scale: ib_write_bw, $BENCH_SCALE_MSGS (default 1,024) messages of 64 KiB over 1, 8 and
+#    64 QPs;
 #  - sweep: ib_write_bw/ib_read_bw/ib_send_bw over $SWEEP_BW sizes and ib_write_lat/
 #    ib_send_lat over $SWEEP_LAT sizes, BENCH_SWEEP_DURATION (default 2) seconds each;
 #  - qp: qp_cost (tools/testing/rrxe) in each guest: 1,000 idle RC QPs (memory, create and
 #    connect, destroy) and 200 create+connect+destroy cycles.
+#  - smp (for guests with 2 vCPUs, see bench.sh): ib_write_bw at 64 KiB over 1 and 8 QPs,
+#    and how evenly each guest's CPU time fell on its two CPUs.
+# The 64 KiB bandwidth tests of main also give their CPU cost: the CPU time both guests
+# spent during the run per GiB that crossed guest b's eth0 (cpu:<test>).
 . /usr/local/lib/rrxe/lib.sh
 
 DUR=${BENCH_DURATION:-8}
 SDUR=${BENCH_SWEEP_DURATION:-2}
+SCALE_MSGS=${BENCH_SCALE_MSGS:-1024}
 PARTS=" ${BENCH_PARTS:-main scale sweep qp} "
 SWEEP_BW="64 1024 4096 16384 65536 262144 1048576"
 SWEEP_LAT="8 64 1024 4096 65536"
@@ -68,6 +74,47 @@ pp() {
 	[ "$RRXE_NAME" = b ]
 }
 
+# busy [N]: this guest's CPU time so far (all CPUs, or CPU N) in USER_HZ (100 Hz) ticks:
+# user, nice, system, irq and softirq.
+busy() { awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+wire_bytes() { echo $(($(cat /sys/class/net/eth0/statistics/tx_bytes) + $(cat /sys/class/net/eth0/statistics/rx_bytes))); }
+
+# measured TEST ARGS...: `run`, then guest b prints the CPU time both guests spent during
+# it per GiB that crossed its eth0, both directions (cpu:TEST, in CPU seconds per GiB);
+# guest a sends its share over TCP.
+measured() {
+	local t=$1 c0 w0 c a
+	c0=$(busy) w0=$(wire_bytes)
+	run "$@"
+	c=$(($(busy) - c0))
+	if [ "$RRXE_NAME" = a ]; then
+		tell_peer $((9000 + PORT % 1000)) "$c"
+	else
+		a=$(hear $((9000 + PORT % 1000)) 60)
+		echo "BENCH $drv cpu:$t $(awk -v a="$a" -v b="$c" -v w="$(($(wire_bytes) - w0))" \
+			'BEGIN { if (a == "" || w <= 0) print "nan"; else printf "%.3f", (a + b) / 100 / (w / 1073741824) }') cpu_s_per_GiB"
+	fi
+}
+
+# spread_run TEST ARGS...: `run` on guests with 2 vCPUs, then guest b prints, for each
+# guest, the CPU time of its less busy CPU as a percentage of its busier one's
+# (smp2:spread_<guest>:TEST; 100: the work was spread evenly, 0: one CPU did it all).
+spread_run() {
+	local t=$1 a0 b0 a1 b1 s a
+	shift
+	a0=$(busy 0) b0=$(busy 1)
+	run "$@"
+	a1=$(($(busy 0) - a0)) b1=$(($(busy 1) - b0))
+	s=$(awk -v x="$a1" -v y="$b1" 'BEGIN { m = x > y ? x : y; n = x > y ? y : x; if (m <= 0) print "nan"; else printf "%.1f", 100 * n / m }')
+	if [ "$RRXE_NAME" = a ]; then
+		tell_peer $((9000 + PORT % 1000)) "$s"
+	else
+		a=$(hear $((9000 + PORT % 1000)) 60)
+		echo "BENCH $drv smp2:spread_a:$t ${a:-nan} pct"
+		echo "BENCH $drv smp2:spread_b:$t $s pct"
+	fi
+}
+
 # result LINE-PATTERN FIELD: the FIELD-th number of perftest's result line.
 result() {
 	awk -v f="$2" '$1 ~ /^[0-9]+$/ && NF >= 4 { v = $f } END { print (v == "" ? "nan" : v) }' /tmp/bench.out
@@ -85,9 +132,18 @@ for drv in ${BENCH_DRIVERS:-rrxe rxe}; do
 			{ cat /tmp/qp.out; log "qp_cost failed on $DEV"; }
 		[ "$RRXE_NAME" = b ] && awk -v d="$drv" '$1 == "BENCH-QP" && $2 != "qps" { print "BENCH", d, $2, $3, $4 }' /tmp/qp.out
 	fi
+	if part smp; then
+		for q in 1 8; do
+			spread_run ib_write_bw_q$q ib_write_bw -s $SIZE -D "$DUR" -q $q
+			[ "$RRXE_NAME" = b ] && echo "BENCH $drv smp2:ib_write_bw_q$q $(result x 4) MB/s"
+		done
+	fi
 	if part scale; then
-		for q in 8 64; do
-			run ib_write_bw -s $SIZE -D "$DUR" -q $q
+		# The same $SCALE_MSGS messages of 64 KiB over 1, 8 and 64 QPs (iterations, not -D:
+		# with many QPs, perftest's sampling window under TCG can count no completion at
+		# all although every message moved).
+		for q in 1 8 64; do
+			run ib_write_bw -s $SIZE -n $((SCALE_MSGS / q)) -q $q
 			[ "$RRXE_NAME" = b ] && echo "BENCH $drv ib_write_bw_q$q $(result x 4) MB/s"
 		done
 	fi
@@ -111,7 +167,7 @@ for drv in ${BENCH_DRIVERS:-rrxe rxe}; do
 		continue
 	fi
 	for t in ib_write_bw ib_read_bw ib_send_bw; do
-		run $t -s $SIZE -D "$DUR"
+		measured $t -s $SIZE -D "$DUR"
 		[ "$RRXE_NAME" = b ] && echo "BENCH $drv $t $(result x 4) MB/s"
 	done
 	run ib_atomic_bw -D "$DUR"

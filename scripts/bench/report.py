@@ -17,7 +17,7 @@ import os
 import statistics
 import sys
 
-LOWER_IS_BETTER = ("usec", "usec/iter", "KiB_per_qp")
+LOWER_IS_BETTER = ("usec", "usec/iter", "KiB_per_qp", "cpu_s_per_GiB")
 
 
 def fmt(v):
@@ -131,10 +131,19 @@ def main():
                   ("ib_write_lat", "ib_write_lat"), ("rc_pingpong_64B", "rc_pingpong_64B"),
                   ("rc_pingpong_1MiB", "rc_pingpong_1MiB"), ("ud_pingpong_64B", "ud_pingpong_64B"),
                   ("nvme_write_128k", "nvme_write_128k"), ("nvme_read_128k", "nvme_read_128k"),
-                  ("ib_write_bw_q8", "ib_write_bw, 8 QPs"), ("ib_write_bw_q64", "ib_write_bw, 64 QPs"),
+                  ("ib_write_bw_q1", "ib_write_bw, 1 QP (-n)"),
+                  ("ib_write_bw_q8", "ib_write_bw, 8 QPs (-n)"), ("ib_write_bw_q64", "ib_write_bw, 64 QPs (-n)"),
                   ("qp_create_connect", "1,000 QPs: create+RTS"), ("qp_destroy", "1,000 QPs: destroy"),
                   ("qp_memory", "1,000 QPs: memory"),
-                  ("qp_churn", "QP create+RTS+destroy")]
+                  ("qp_churn", "QP create+RTS+destroy"),
+                  ("cpu:ib_write_bw", "CPU, ib_write_bw"), ("cpu:ib_read_bw", "CPU, ib_read_bw"),
+                  ("cpu:ib_send_bw", "CPU, ib_send_bw"),
+                  ("smp2:ib_write_bw_q1", "2 vCPUs: ib_write_bw"),
+                  ("smp2:ib_write_bw_q8", "2 vCPUs: ib_write_bw, 8 QPs"),
+                  ("smp2:spread_a:ib_write_bw_q1", "2 vCPUs: spread a, 1 QP"),
+                  ("smp2:spread_b:ib_write_bw_q1", "2 vCPUs: spread b, 1 QP"),
+                  ("smp2:spread_a:ib_write_bw_q8", "2 vCPUs: spread a, 8 QPs"),
+                  ("smp2:spread_b:ib_write_bw_q8", "2 vCPUs: spread b, 8 QPs")]
     hdr = ("test", "unit", "rrxe, median (range)", "rdma_rxe, median (range)", "rrxe vs rdma_rxe")
     rows = [(name, units.get(t, ""), cell("rrxe", t), cell("rxe", t),
              ratio(t))
@@ -198,7 +207,9 @@ def main():
     targets.append(target("no size in the sweeps where rrxe is slower than rdma_rxe%s"
                           % (" (slower: %s)" % "; ".join(slower) if slower else ""),
                           None if not sweeps else not slower))
-    q1, q64 = med.get(("rrxe", "ib_write_bw")), med.get(("rrxe", "ib_write_bw_q64"))
+    # The QP scaling runs move a fixed number of messages (-n): 64 QPs against 1, both so.
+    q1 = med.get(("rrxe", "ib_write_bw_q1")) or med.get(("rrxe", "ib_write_bw"))
+    q64 = med.get(("rrxe", "ib_write_bw_q64"))
     q64_failed = q64 is None and failed.get(("rrxe", "ib_write_bw_q64"))
     targets.append(target("with 64 QPs, aggregate bandwidth no lower than with 1 (%s vs %s MB/s)"
                           % (fmt(q64) if q64 else ("every run failed" if q64_failed else "n/a"),
@@ -234,11 +245,19 @@ Guest a runs the servers, guest b the clients. Bandwidth tests use 64 KiB messag
 1 MiB), ``ud_pingpong_64B`` is ``ibv_ud_pingpong`` (200 round trips of 64 B: the wire's
 datagram round trip through the driver, without a transport); ``nvme_*`` rows are NVMe over
 RDMA (guest b's nvme-rdma against nvmet-rdma over a memory-backed null_blk on guest a),
-sequential 128 KiB direct I/O with ``dd``, 32 MiB each way. ``ib_write_bw`` with 8 and 64
-QPs is ``-q``, the aggregate. The QP rows are ``qp_cost`` (``tools/testing/rrxe``) in guest
+sequential 128 KiB direct I/O with ``dd``, 32 MiB each way. ``ib_write_bw`` with 1, 8 and
+64 QPs (``-q``, the aggregate) moves a fixed number of 64 KiB messages (1,024 by default,
+shared among the QPs) instead of running for a duration: with many QPs, perftest's
+sampling window under TCG can count no completion at all although every message moved. The QP rows are ``qp_cost`` (``tools/testing/rrxe``) in guest
 b: 1,000 RC QPs of 64 send and 64 receive WRs, each taken to RTS (connected to itself), the
 fall of ``MemFree`` while they exist (kernel and user memory, per QP), the rate of their
-destruction, and 200 cycles of create, connect and destroy.
+destruction, and 200 cycles of create, connect and destroy. The CPU rows are the CPU time
+(user, system, irq and softirq, from ``/proc/stat``) both guests spent during the 64 KiB
+bandwidth run, per GiB that crossed guest b's ``eth0`` in both directions. The ``2 vCPUs``
+rows come from a second pair of guests with 2 vCPUs each (under TCG each vCPU is a host
+thread, and the host's 2 cores carry all 4): the bandwidth over 1 and 8 QPs, and for each
+guest the CPU time of its less busy CPU as a percentage of its busier one's (``spread``:
+100 means the work was shared evenly, 0 that one CPU did it all).
 
 Absolute numbers under TCG are far below real hardware and noisy; only the side-by-side
 comparison in one run means something. A run that failed is counted in its cell (``[n of m
