@@ -41,6 +41,24 @@ struct Pair {
     rto_at: Option<u64>,
 }
 
+impl Pair {
+    /// Takes the requester's actions: completions and the retransmit timer (`rto` ticks,
+    /// times the backoff).
+    fn take_actions(&mut self, now: u64, rto: u64) {
+        while let Some(a) = self.snd.poll() {
+            match a {
+                SendAction::Complete(c) if c.status == WcStatus::Success => self.ok += 1,
+                SendAction::Complete(c) => self.errors.push(c.status),
+                SendAction::ArmRetransmitTimer => {
+                    self.rto_at = Some(now + rto * u64::from(self.snd.rto_multiplier()))
+                }
+                SendAction::StopRetransmitTimer => self.rto_at = None,
+                SendAction::ArmRnrTimer(_) | SendAction::EnterError => {}
+            }
+        }
+    }
+}
+
 struct Outcome {
     /// Messages completed successfully, of `qps * msgs`.
     ok: u32,
@@ -133,17 +151,7 @@ fn run(qps: usize, msgs: u32, len: u32, cap: usize, rate: usize, delay: u64) -> 
             }
             // Each QP sends up to 8 packets a tick, faster than the queue drains.
             for _ in 0..8 {
-                while let Some(a) = p.snd.poll() {
-                    match a {
-                        SendAction::Complete(c) if c.status == WcStatus::Success => p.ok += 1,
-                        SendAction::Complete(c) => p.errors.push(c.status),
-                        SendAction::ArmRetransmitTimer => {
-                            p.rto_at = Some(now + rto * u64::from(p.snd.rto_multiplier()))
-                        }
-                        SendAction::StopRetransmitTimer => p.rto_at = None,
-                        SendAction::ArmRnrTimer(_) | SendAction::EnterError => {}
-                    }
-                }
+                p.take_actions(now, rto);
                 let Some(t) = p.snd.next_packet() else { break };
                 let payload = &data[t.offset as usize..(t.offset + t.len) as usize];
                 let bytes = build(&t.spec(Qpn::new(0x22), 0xffff, &hdrs, payload));
@@ -153,17 +161,7 @@ fn run(qps: usize, msgs: u32, len: u32, cap: usize, rate: usize, delay: u64) -> 
                     dropped += 1;
                 }
             }
-            while let Some(a) = p.snd.poll() {
-                match a {
-                    SendAction::Complete(c) if c.status == WcStatus::Success => p.ok += 1,
-                    SendAction::Complete(c) => p.errors.push(c.status),
-                    SendAction::ArmRetransmitTimer => {
-                        p.rto_at = Some(now + rto * u64::from(p.snd.rto_multiplier()))
-                    }
-                    SendAction::StopRetransmitTimer => p.rto_at = None,
-                    SendAction::ArmRnrTimer(_) | SendAction::EnterError => {}
-                }
-            }
+            p.take_actions(now, rto);
         }
         if pairs.iter().all(|p| p.ok + p.errors.len() as u32 >= msgs) {
             break;
