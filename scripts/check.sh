@@ -180,7 +180,7 @@ guest_test() {
 
 guest_test device 600 "$REPO/scripts/tests/device.sh"
 # Allocation failures injected (failslab, fail_page_alloc) into every verb: unwound, clean.
-guest_test faults 600 "$REPO/scripts/tests/faults.sh"
+guest_test faults 900 "$REPO/scripts/tests/faults.sh"
 
 # Hostile and valid input from the wire: hand-made packets from a second guest must each
 # end in the right port counter of the receiving rrxe device.
@@ -232,7 +232,7 @@ guest_test read-large 400 "$REPO/scripts/tests/read-large.sh" "$REPO/scripts/tes
 guest_test teardown 600 "$REPO/scripts/tests/teardown.sh" "$REPO/scripts/tests/teardown.sh"
 # 100 teardowns under loopback traffic (SIGKILL, link del, rmmod, netdevice down and
 # deletion, in turn) with user contexts open: nothing hangs, nothing leaks.
-guest_test teardown-loop 900 "$REPO/scripts/tests/teardown-loop.sh"
+guest_test teardown-loop 1500 "$REPO/scripts/tests/teardown-loop.sh"
 # UD and UC: xfer (every byte checked, both ways) and the stock ibv_ud/uc_pingpong, rrxe on
 # both guests and against rdma_rxe in either role.
 guest_test ud 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/ud-rrxe.sh" "$REPO/scripts/tests/ud-rrxe.sh"

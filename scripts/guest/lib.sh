@@ -77,12 +77,23 @@ wait_for_port() {
 	return 1
 }
 
-# wait_listen PORT [SECS]: waits until a TCP socket of this guest listens on PORT (default
-# 30 s), without connecting to it: for one-shot servers (ibv_*_pingpong, perftest) started in
-# the background in the same guest, before their client starts.
+# wait_listen PORT [SECS] [PID]: waits until a TCP socket of this guest listens on PORT
+# (default 30 s), without connecting to it: for one-shot servers (ibv_*_pingpong, perftest)
+# started in the background in the same guest, before their client starts. With PID (the
+# server's), gives up as soon as that process has ended.
 wait_listen() {
-	retry $((${2:-30} * 10)) 0.1 sh -c "ss -Hltn 'sport = :$1' | grep -q ." ||
-		{ echo "nothing listens on port $1 after ${2:-30} s" >&2; return 1; }
+	local i=0 n=$((${2:-30} * 10))
+	while [ $i -lt $n ]; do
+		ss -Hltn "sport = :$1" | grep -q . && return 0
+		if [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null; then
+			echo "the server on port $1 ended before it listened" >&2
+			return 1
+		fi
+		i=$((i + 1))
+		sleep 0.1
+	done
+	echo "nothing listens on port $1 after ${2:-30} s" >&2
+	return 1
 }
 
 # kmemleak_clear: forget the objects allocated so far (boot noise); call before a test.

@@ -101,7 +101,7 @@ for pct in 2 10 30; do
 		failing ibv_rc_pingpong -d rrxe0 -g "$GID" -p $port -s 65536 -n 20 &
 		srv=$!
 		# (A server that an injected failure ended before it listened: the client fails.)
-		wait_listen $port 10
+		wait_listen $port 10 $srv
 		timeout 30 ibv_rc_pingpong -d rrxe0 -g "$GID" -p $port -s 65536 -n 20 127.0.0.1 >/dev/null 2>&1
 		wait $srv
 		rc=$?

@@ -37,7 +37,7 @@ setup() {
 pingpong() {
 	ibv_rc_pingpong -d $DEV -g "$GID" -p "$1" -s 4096 -n 100000000 >/dev/null 2>&1 &
 	SRV=$!
-	wait_listen "$1" 10
+	wait_listen "$1" 10 "$SRV"
 	ibv_rc_pingpong -d $DEV -g "$GID" -p "$1" -s 4096 -n 100000000 127.0.0.1 >/dev/null 2>&1 &
 	CLI=$!
 }
