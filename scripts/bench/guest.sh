@@ -79,6 +79,15 @@ pp() {
 busy() { awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 wire_bytes() { echo $(($(cat /sys/class/net/eth0/statistics/tx_bytes) + $(cat /sys/class/net/eth0/statistics/rx_bytes))); }
 
+# from_a VALUE: guest a sends VALUE, of the run just done, to guest b, which prints it.
+from_a() {
+	if [ "$RRXE_NAME" = a ]; then
+		tell_peer $((9000 + PORT % 1000)) "$1"
+	else
+		hear $((9000 + PORT % 1000)) 60
+	fi
+}
+
 # measured TEST ARGS...: `run`, then guest b prints the CPU time both guests spent during
 # it per GiB that crossed its eth0, both directions (cpu:TEST, in CPU seconds per GiB);
 # guest a sends its share over TCP.
@@ -87,10 +96,8 @@ measured() {
 	c0=$(busy) w0=$(wire_bytes)
 	run "$@"
 	c=$(($(busy) - c0))
-	if [ "$RRXE_NAME" = a ]; then
-		tell_peer $((9000 + PORT % 1000)) "$c"
-	else
-		a=$(hear $((9000 + PORT % 1000)) 60)
+	a=$(from_a "$c")
+	if [ "$RRXE_NAME" = b ]; then
 		echo "BENCH $drv cpu:$t $(awk -v a="$a" -v b="$c" -v w="$(($(wire_bytes) - w0))" \
 			'BEGIN { if (a == "" || w <= 0) print "nan"; else printf "%.3f", (a + b) / 100 / (w / 1073741824) }') cpu_s_per_GiB"
 	fi
@@ -106,10 +113,8 @@ spread_run() {
 	run "$@"
 	a1=$(($(busy 0) - a0)) b1=$(($(busy 1) - b0))
 	s=$(awk -v x="$a1" -v y="$b1" 'BEGIN { m = x > y ? x : y; n = x > y ? y : x; if (m <= 0) print "nan"; else printf "%.1f", 100 * n / m }')
-	if [ "$RRXE_NAME" = a ]; then
-		tell_peer $((9000 + PORT % 1000)) "$s"
-	else
-		a=$(hear $((9000 + PORT % 1000)) 60)
+	a=$(from_a "$s")
+	if [ "$RRXE_NAME" = b ]; then
 		echo "BENCH $drv smp2:spread_a:$t ${a:-nan} pct"
 		echo "BENCH $drv smp2:spread_b:$t $s pct"
 	fi

@@ -205,8 +205,8 @@ pub struct Sender<const N: usize> {
     pub(super) rto_cmd: Option<bool>,
     /// RNR timer to arm, for `poll`.
     pub(super) rnr_cmd: Option<super::super::aeth::RnrTimer>,
-    /// Congestion window (RC): at most this many PSNs outstanding, at most
-    /// `cfg.max_unacked_psns`.
+    /// Congestion window: at most this many PSNs outstanding, at most
+    /// `cfg.max_unacked_psns` (always that on UC, where nothing is acknowledged or lost).
     pub(super) cwnd: Cwnd,
 }
 
@@ -307,15 +307,6 @@ impl<const N: usize> Sender<N> {
         self.cwnd
     }
 
-    /// Returns the PSNs that may be outstanding now: the congestion window on RC, the fixed
-    /// window on UC (which nothing acknowledges: `una` follows the cursor).
-    fn window(&self) -> u32 {
-        match self.cfg.transport {
-            Transport::Rc => self.cwnd.get().min(self.cfg.max_unacked_psns),
-            Transport::Uc => self.cfg.max_unacked_psns,
-        }
-    }
-
     /// Returns `true` while draining once every WQE started has completed (the send queue
     /// is drained: `IB_EVENT_SQ_DRAINED`).
     pub fn sq_drained(&self) -> bool {
@@ -386,7 +377,7 @@ impl<const N: usize> Sender<N> {
         let slot = *self.slot(self.tx_slot)?;
         let psn = slot.first_psn.wrapping_add(self.tx_pkt);
         let outstanding = psn.diff(self.una).unsigned_abs();
-        let window = self.window();
+        let window = self.cwnd.get();
         if outstanding >= window {
             return None;
         }
