@@ -8,6 +8,7 @@
 #include <linux/skbuff.h>
 #include <linux/vmalloc.h>
 #include <net/dst.h>
+#include <net/ip6_fib.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -150,6 +151,19 @@ __rust_helper struct dst_entry *rust_helper_dst_clone(struct dst_entry *dst)
 {
 	return dst_clone(dst);
 }
+
+__rust_helper struct dst_entry *rust_helper_dst_check(struct dst_entry *dst, u32 cookie)
+{
+	return dst_check(dst, cookie);
+}
+
+#if IS_ENABLED(CONFIG_IPV6)
+/* rt6_get_cookie() of an IPv6 output route: what dst_check() validates it against. */
+__rust_helper u32 rust_helper_rdma_rt6_cookie(struct dst_entry *dst)
+{
+	return rt6_get_cookie(dst_rt6_info(dst));
+}
+#endif
 
 __rust_helper void rust_helper_skb_queue_head_init(struct sk_buff_head *list)
 {

@@ -104,6 +104,10 @@ impl Drop for RxPacket {
 pub struct Route {
     dst: NonNull<bindings::dst_entry>,
     ipv6: bool,
+    /// What [`Route::is_current`] validates the route against: the IPv6 routing table's
+    /// serial number when the route was looked up (`rt6_get_cookie()`), 0 for IPv4 (whose
+    /// routes carry their own generation).
+    cookie: u32,
 }
 
 // SAFETY: A route reference may be used and released from any context.
@@ -133,6 +137,7 @@ impl Route {
         Ok(Self {
             dst: rt.cast(),
             ipv6: false,
+            cookie: 0,
         })
     }
 
@@ -161,13 +166,35 @@ impl Route {
         };
         let dst = NonNull::new(dst).ok_or(EHOSTUNREACH)?;
         // INVARIANT: We own the reference returned above.
-        let route = Self { dst, ipv6: true };
+        let mut route = Self {
+            dst,
+            ipv6: true,
+            cookie: 0,
+        };
         // SAFETY: `dst` is valid.
         let err = unsafe { (*dst.as_ptr()).error };
         if err != 0 {
             return Err(Error::from_errno(err.into()));
         }
+        // SAFETY: `dst` is a valid IPv6 route (`ip6_route_output_flags()` returns the `dst`
+        // of a `struct rt6_info`).
+        route.cookie = unsafe { bindings::rdma_rt6_cookie(dst.as_ptr()) };
         Ok(route)
+    }
+
+    /// Returns whether the route is still valid (`dst_check()`): false once a change of the
+    /// routing tables, of an address or of the output device made it obsolete, when it
+    /// must be looked up again. This lets a holder keep a route across packets, as a
+    /// connected socket keeps its `sk_dst_cache`.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    pub fn is_current(&self) -> bool {
+        // SAFETY: By the type invariant the route is valid. `dst_check()` only reads it (the
+        // IPv6 check takes the RCU read lock itself) and returns it or null, without
+        // changing its reference count.
+        !unsafe { bindings::dst_check(self.dst.as_ptr(), self.cookie) }.is_null()
     }
 
     /// Returns whether the route is an IPv6 one.

@@ -207,6 +207,8 @@ pub(crate) struct Engine {
     sq_error: Option<WcStatus>,
     /// Addressing of outgoing packets (from the address vector).
     ip: IpParams,
+    /// The route of the last packet sent.
+    routes: xmit::RouteCache,
     dest_qpn: Qpn,
     /// Local ACK timeout in microseconds, if any.
     timeout_us: Option<u32>,
@@ -311,6 +313,7 @@ impl QpShared {
             kq,
             sq_error: None,
             ip: IpParams::default(),
+            routes: xmit::RouteCache::default(),
             dest_qpn: Qpn::new(0),
             timeout_us: None,
             ip_id: 0,

@@ -214,10 +214,12 @@ impl QpShared {
             let spec = r.spec(e.dest_qpn, PKEY, rd.msn, &[]);
             let id = e.next_ip_id();
             let sent = match (usize::try_from(r.offset), usize::try_from(r.len)) {
-                (Ok(at), Ok(len)) => self.xmit(&e.ip, id, &spec, len, |out| match &mem {
-                    Some(mem) => mem.read(at, out),
-                    None => Ok(()),
-                }),
+                (Ok(at), Ok(len)) => {
+                    self.xmit(&mut e.routes, &e.ip, id, &spec, len, |out| match &mem {
+                        Some(mem) => mem.read(at, out),
+                        None => Ok(()),
+                    })
+                }
                 _ => Err(EINVAL),
             };
             if sent == Err(ENOBUFS) {

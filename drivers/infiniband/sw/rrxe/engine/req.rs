@@ -352,23 +352,25 @@ impl QpShared {
             SendOp::AtomicWrite { value, .. } => Some(value),
             _ => None,
         };
-        self.xmit(&e.ip, id, &spec, len, |out| match (operand, wqe.data()) {
-            // The ATOMIC WRITE operand travels as the payload, from the WQE itself.
-            (Some(value), _) => {
-                out.copy_from_slice(value.get(..out.len()).ok_or(EINVAL)?);
-                Ok(())
+        self.xmit(&mut e.routes, &e.ip, id, &spec, len, |out| {
+            match (operand, wqe.data()) {
+                // The ATOMIC WRITE operand travels as the payload, from the WQE itself.
+                (Some(value), _) => {
+                    out.copy_from_slice(value.get(..out.len()).ok_or(EINVAL)?);
+                    Ok(())
+                }
+                (None, SendData::Inline(bytes)) => {
+                    let start = usize::try_from(p.offset)?;
+                    let src = start
+                        .checked_add(out.len())
+                        .and_then(|end| bytes.get(start..end))
+                        .ok_or(EINVAL)?;
+                    out.copy_from_slice(src);
+                    Ok(())
+                }
+                (None, SendData::Sges(sges)) => self.gather(sges, p.offset, out),
+                (None, SendData::None) => Ok(()),
             }
-            (None, SendData::Inline(bytes)) => {
-                let start = usize::try_from(p.offset)?;
-                let src = start
-                    .checked_add(out.len())
-                    .and_then(|end| bytes.get(start..end))
-                    .ok_or(EINVAL)?;
-                out.copy_from_slice(src);
-                Ok(())
-            }
-            (None, SendData::Sges(sges)) => self.gather(sges, p.offset, out),
-            (None, SendData::None) => Ok(()),
         })
     }
 

@@ -185,6 +185,7 @@ impl QpShared {
         e.sender.reset(sender_config(&e.attrs, self.qp_type));
         e.resp.reset(responder_config(&e.attrs));
         e.replies.clear();
+        e.routes.clear();
         self.tx_wait.stop();
         e.sq_error = None;
         e.shadow.reset();

@@ -109,7 +109,7 @@ impl QpShared {
             ..PacketSpec::default()
         };
         let len = usize::try_from(wqe.length()).map_err(|_| WcStatus::LocLenErr)?;
-        let sent = self.xmit(&ip, id, &spec, len, |out| match wqe.data() {
+        let sent = self.xmit(&mut e.routes, &ip, id, &spec, len, |out| match wqe.data() {
             SendData::Inline(bytes) => {
                 out.copy_from_slice(bytes.get(..out.len()).ok_or(EINVAL)?);
                 Ok(())

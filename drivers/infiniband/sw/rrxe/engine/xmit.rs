@@ -24,6 +24,40 @@ use kernel::rdma::net::{Route, TxBuf};
 /// The partition key of every packet: the default partition, full member.
 pub(super) const PKEY: u16 = 0xffff;
 
+/// The route of a QP's last packet, kept while the packets go between the same addresses
+/// and the route stays current ([`Route::is_current`]), as rdma_rxe keeps an RC QP's in its
+/// socket: looking it up for every packet would walk the routing tables every time. A
+/// change of the routing tables, of an address or of the output device (going down, being
+/// deleted) makes the kept route obsolete, and the next packet looks it up again.
+#[derive(Default)]
+pub(super) struct RouteCache(Option<([u8; 16], [u8; 16], Route)>);
+
+impl RouteCache {
+    /// Returns the route from `ip.src` to `ip.dst` out of the interface `ifindex`.
+    fn get(&mut self, ifindex: i32, ip: &IpParams) -> Result<&Route> {
+        let hit = self
+            .0
+            .as_ref()
+            .is_some_and(|(src, dst, r)| *src == ip.src && *dst == ip.dst && r.is_current());
+        if !hit {
+            // The stale route goes before the lookup.
+            self.0 = None;
+            let route = if ip.is_ipv4() {
+                Route::ipv4(ifindex, ip::v4_of(&ip.src), ip::v4_of(&ip.dst))?
+            } else {
+                Route::ipv6(ifindex, ip.src, ip.dst)?
+            };
+            self.0 = Some((ip.src, ip.dst, route));
+        }
+        self.0.as_ref().map(|(_, _, r)| r).ok_or(EHOSTUNREACH)
+    }
+
+    /// Forgets the kept route (the QP went back to RESET).
+    pub(super) fn clear(&mut self) {
+        self.0 = None;
+    }
+}
+
 impl Engine {
     /// Returns the IPv4 identification for the next packet.
     pub(super) fn next_ip_id(&mut self) -> u16 {
@@ -35,9 +69,10 @@ impl Engine {
 
 impl QpShared {
     /// Builds a packet around `spec` with a payload of `payload_len` bytes that `fill`
-    /// writes in place, and transmits it.
+    /// writes in place, and transmits it on the route that `routes` keeps (or looks up).
     pub(super) fn xmit(
         &self,
+        routes: &mut RouteCache,
         ip: &IpParams,
         id: u16,
         spec: &PacketSpec<'_>,
@@ -45,14 +80,10 @@ impl QpShared {
         fill: impl FnOnce(&mut [u8]) -> Result,
     ) -> Result {
         let body_len = packet::packet_len(spec.bth.opcode, payload_len).ok_or(EINVAL)?;
-        let route = if ip.is_ipv4() {
-            Route::ipv4(self.ifindex, ip::v4_of(&ip.src), ip::v4_of(&ip.dst))?
-        } else {
-            Route::ipv6(self.ifindex, ip.src, ip.dst)?
-        };
+        let route = routes.get(self.ifindex, ip)?;
         let ip_len = ip.ip_len();
         let hdr_len = ip_len.wrapping_add(UDP_LEN);
-        let mut buf = TxBuf::new(&route, ip_len, hdr_len.checked_add(body_len).ok_or(EINVAL)?)?;
+        let mut buf = TxBuf::new(route, ip_len, hdr_len.checked_add(body_len).ok_or(EINVAL)?)?;
         let data = buf.data_mut();
         ip.write(data, body_len, id).map_err(|_| EINVAL)?;
         let (hdrs, body) = data.split_at_mut_checked(hdr_len).ok_or(EINVAL)?;
@@ -71,7 +102,7 @@ impl QpShared {
             // which no RDMA device is bound to.
             self.dev.deliver_locally(buf)
         } else {
-            buf.send(&route)
+            buf.send(route)
         };
         if sent.is_ok() {
             self.dev.stats.add(PortCounter::SentBytes, len);
@@ -92,7 +123,7 @@ impl QpShared {
     /// the outcome (a lost one is recovered by the requester).
     pub(super) fn send_headers(&self, e: &mut Engine, spec: &PacketSpec<'_>) {
         let id = e.next_ip_id();
-        let sent = self.xmit(&e.ip, id, spec, 0, |_| Ok(()));
+        let sent = self.xmit(&mut e.routes, &e.ip, id, spec, 0, |_| Ok(()));
         self.count_sent(sent, false);
     }
 }
