@@ -279,8 +279,8 @@ guest_test pingpong-rrxe-server 600 --file "$REPO/scripts/tests/pingpong.sh" \
 grep -ah "^RRXE-PERF" "$OUTDIR"/pingpong*/a.console 2>/dev/null || true
 # RC retransmission: 5% loss (netem) on guest b's egress, 64 KiB and 1 MiB with data checks.
 guest_test loss 600 "$REPO/scripts/tests/loss.sh" "$REPO/scripts/tests/loss.sh"
-# A QP's kept route follows the routing tables: a blackhole route for 0.2 s under verified
-# RC traffic stops the sends (send_err), and the transfer completes once it is gone.
+# A QP's kept route follows the routing tables: guest b routed through a gateway that does
+# not exist for 0.2 s under verified RC traffic, and the transfer completes once it is gone.
 guest_test route 300 "$REPO/scripts/tests/route.sh" "$REPO/scripts/tests/route.sh"
 # The netem matrix: the same transfers, both directions impaired (netem-*.sh): reordering,
 # duplication, corruption, and everything at once.
