@@ -256,11 +256,9 @@ guest_test inject-live 300 "$REPO/scripts/tests/inject-live.sh" "$REPO/scripts/t
 # fields, PSNs around the expected one, stale and wrong rkeys, truncated and oversized) from
 # guest b at guest a's QP while the two run verified RDMA READ traffic: every round ends with
 # every byte right or an IBA error completion, the counters saw the fuzz, the device works.
-# Opt-in (make check T=fuzz-live) until its open finding is understood: in 1 of 10 runs so
-# far guest a stopped after a round whose client had passed (issue 10's closing note).
-if [[ ",${T:-}," == *,fuzz-live,* ]]; then
-	guest_test fuzz-live 600 "$REPO/scripts/tests/fuzz-live.sh" "$REPO/scripts/tests/fuzz-live.sh"
-fi
+# About 5.5 minutes. A round's server still there 30 s after its timeout is reported with
+# its kernel stack and the blocked tasks (sysrq w) and ends the group: a hang explains itself.
+guest_test fuzz-live 600 "$REPO/scripts/tests/fuzz-live.sh" "$REPO/scripts/tests/fuzz-live.sh"
 
 # Interop, receive side: the C rdma_rxe's SENDs reach an rrxe QP through parsing and ICRC.
 guest_test interop-rx 300 "$REPO/scripts/tests/interop-rx.sh" "$REPO/scripts/tests/interop-rx.sh"

@@ -217,8 +217,8 @@ impl Driver for Rrxe {
     /// The device goes away under open contexts (netdevice removal, `rdma link del`,
     /// unload): the core has destroyed every object of the context, through the same
     /// destroy operations as a process exit, and nothing else holds the device. The rings
-    /// the process mapped stay mapped, their pages held by the mapping (not zapped: the
-    /// core zaps only mappings made through `rdma_user_mmap_io`), with nothing behind them.
+    /// the process mapped are zapped by the core (`kernel::rdma::mmap::map` tracks every
+    /// mapping in the uverbs file), so the process then reads zeroed pages.
     fn disassociate_ucontext(_ctx: &UContext<Self>) {}
 
     fn alloc_pd(dev: &Device<Self>, _udata: Option<&UData>) -> impl PinInit<RrxePd, Error> {
