@@ -7,6 +7,8 @@
 #                  for rrxe and rdma_rxe, interleaved, on a kernel without lock debugging
 #                  (build-bench/); writes Documentation/rrxe-bench.rst and its plots
 #                  (BENCH_QUICK=1: one quick round, not written; BENCH_PARTS: see bench.sh)
+#   make profile   perf profiles of both guests during 64 KiB ib_write_bw/ib_read_bw, rrxe
+#                  and rdma_rxe, on the bench kernel (PROFILE_*: see scripts/profile.sh)
 #   make check     every test: host (cargo), KUnit in a guest, end to end in guests
 #                  (T=GLOB[,GLOB...]: only those groups, see scripts/check.sh)
 #   make check-kasan  the guest groups (T=..., default a robustness subset) on a KASAN kernel
@@ -21,7 +23,7 @@
 SHELL := /bin/bash
 FUZZ_SECONDS ?= 600
 
-.PHONY: all setup kernel initramfs host-test check check-kasan demo bench shell fuzz series clean
+.PHONY: all setup kernel initramfs host-test check check-kasan demo bench profile shell fuzz series clean
 
 all: kernel
 
@@ -50,6 +52,9 @@ demo: setup
 
 bench: setup
 	RRXE_VARIANT=bench scripts/bench.sh
+
+profile: setup
+	RRXE_VARIANT=bench scripts/profile.sh
 
 shell: initramfs
 	scripts/qemu.sh --interactive --append rrxe.load=rdma_rrxe --out build/shell

@@ -14,7 +14,8 @@
 # that of each sweep point; BENCH_QUICK=1 is one run of each, -D 3, no sweeps (for
 # development). A second pair of guests, with 2 vCPUs each, runs part smp (BENCH_SMP=0
 # skips it). Only a full run (BENCH_PARTS unset, not quick) writes Documentation/; the
-# others write their document to build-bench/bench/.
+# others write their document to build-bench/bench/. Run `make profile` first to have the
+# document say where the CPU time goes (its section is kept only if the module is the same).
 set -euo pipefail
 export RRXE_VARIANT=${RRXE_VARIANT:-bench}
 . "$(dirname "$0")/lib.sh"
@@ -56,4 +57,9 @@ fi
 doc=$REPO/Documentation/rrxe-bench.rst
 # Only a full run (every part, not quick) rewrites the document; others write beside the logs.
 [ "${BENCH_QUICK:-0}" = 1 ] || [ "$BENCH_PARTS" != "main scale sweep qp" ] && doc=$out/rrxe-bench.rst
-python3 "$REPO/scripts/bench/report.py" "$out/results.txt" "$doc" "$BENCH_DURATION" "$BENCH_RUNS" "$BENCH_SWEEP_DURATION"
+# A `make profile` of this same module (profile.sh keeps its hash) adds its section.
+prof=$BUILD/profile/profile.txt
+ko=$BUILD/modules/kernel/drivers/infiniband/sw/rrxe/rdma_rrxe.ko
+[ -s "$prof" ] && [ "$(cat "$BUILD/profile/module.sha256" 2>/dev/null)" = "$(sha256sum <"$ko")" ] || prof=
+python3 "$REPO/scripts/bench/report.py" "$out/results.txt" "$doc" "$BENCH_DURATION" "$BENCH_RUNS" \
+	"$BENCH_SWEEP_DURATION" ${prof:+"$prof"}

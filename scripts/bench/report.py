@@ -2,20 +2,23 @@
 # SPDX-License-Identifier: GPL-2.0
 """Turns the BENCH lines of `make bench` into Documentation/rrxe-bench.rst and its plots.
 
-    report.py RESULTS DOC DURATION RUNS SWEEP_DURATION
+    report.py RESULTS DOC DURATION RUNS SWEEP_DURATION [PROFILE]
 
 RESULTS holds `BENCH <driver> <test> <value> <unit>` lines (driver rrxe, rxe or tcp), one
 per run, the drivers interleaved. For each figure the median over the runs, their range and
 the ratio of the medians (rrxe's over rdma_rxe's where more is better, the inverse where less
 is); sweep figures (`sweep:<tool>:<size>`) become tables and SVG plots written next to DOC
 (<doc stem>-<tool>.svg, two curves, sizes on a log scale); then the targets of issue 13,
-each met or not.
+each met or not. PROFILE, when given and present, is the PROF lines of `make profile`
+(scripts/bench/profile.sh): a section with the busiest functions of each guest, rrxe beside
+rdma_rxe, for each profiled test.
 """
 import datetime
 import math
 import os
 import statistics
 import sys
+import textwrap
 
 LOWER_IS_BETTER = ("usec", "usec/iter", "KiB_per_qp", "cpu_s_per_GiB")
 
@@ -57,6 +60,95 @@ def table(hdr, rows):
 
     sep = "  ".join("=" * n for n in w)
     return "\n".join([sep, line(hdr), sep] + [line(r) for r in rows] + [sep])
+
+
+def demangle(sym):
+    """A readable name for a kernel symbol: Rust v0 mangled names (`_RNv...`) become their
+    last three path components (`rdma_rrxe::engine::pump`), other names stay as they are."""
+    if not sym.startswith("_R"):
+        return sym
+    names, i = [], 2
+    while i < len(sym):
+        if sym[i].isdigit() and (i == 0 or not sym[i - 1].isdigit()):
+            j = i
+            while j < len(sym) and sym[j].isdigit():
+                j += 1
+            n = int(sym[i:j])
+            if sym[j:j + 1] == "_":  # separator before an identifier that starts oddly
+                j += 1
+            ident = sym[j:j + n]
+            if n and len(ident) == n and (ident[0].isalpha() or ident[0] == "_"):
+                names.append(ident)
+                i = j + n
+                continue
+        i += 1
+    return "::".join(names[-3:]) if names else sym
+
+
+def profile_section(path):
+    """The rst text of the profile in PATH (PROF lines), or "" without one."""
+    prof = {}
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        f = line.split()
+        if len(f) < 6 or f[0] != "PROF":
+            continue
+        drv, test, guest, kind = f[1:5]
+        prof.setdefault(test, {}).setdefault((drv, guest, kind), []).append(f[5:])
+    if not prof:
+        return ""
+    when = datetime.datetime.fromtimestamp(os.path.getmtime(path), datetime.timezone.utc)
+    out = ["""Where the time goes
+===================
+
+``make profile`` (scripts/profile.sh) on {when}, on the same bench kernel and
+wire: for each driver in turn, guest b runs the 64 KiB client for 14 s against guest a's
+server, and 3 s in both guests record ``perf record -a -g -e cpu-clock`` for 8 s (4 kHz;
+TCG has no PMU). Shares are of all samples of the guest, idle included (``swapper``);
+functions by self time. For ``ib_write_bw`` guest b is the requester and guest a the
+responder that places the data; for ``ib_read_bw`` guest a's responder reads its memory and
+sends it.
+""".format(when=when.strftime("%Y-%m-%d %H:%M UTC"))]
+    for test in sorted(prof):
+        p = prof[test]
+
+        def bw(drv):
+            v = p.get((drv, "b", "bw"))
+            return v[0][0] if v else "n/a"
+
+        out.append("%s\n%s\n\nBandwidth during the profile: rrxe %s MB/s, rdma_rxe %s MB/s.\n"
+                   % (test, "-" * len(test), bw("rrxe"), bw("rxe")))
+        for guest, role in (("a", "server"), ("b", "client")):
+            def comms(drv):
+                return ", ".join("%s %s%%" % (c[1] if len(c) > 1 else "?", c[0])
+                                 for c in p.get((drv, guest, "comm"), [])[:5]) or "n/a"
+
+            def syms(drv):
+                return [("%s%%" % c[0], demangle(c[1]) if len(c) > 1 else "?")
+                        for c in p.get((drv, guest, "sym"), [])[:14]]
+
+            def pkts(drv):
+                n = {c[1]: c[0] for c in p.get((drv, guest, "count"), []) if len(c) > 1}
+                return "%s sent, %s received, %s retransmitted" % (
+                    n.get("sent_pkts", "0"), n.get("rcvd_pkts", "0"), n.get("retransmits", "0"))
+
+            r, c = syms("rrxe"), syms("rxe")
+            rows = []
+            for i in range(max(len(r), len(c))):
+                a = r[i] if i < len(r) else ("", "")
+                b = c[i] if i < len(c) else ("", "")
+                rows.append((a[0], a[1][:58], b[0], b[1][:58]))
+            out.append("%s\n\n::\n\n%s\n"
+                       % (textwrap.fill("Guest %s (%s). RoCE packets in the whole run: rrxe %s; "
+                                        "rdma_rxe %s. By command: rrxe: %s; rdma_rxe: %s."
+                                        % (guest, role, pkts("rrxe"), pkts("rxe"), comms("rrxe"),
+                                           comms("rxe")), 92),
+                          "\n".join("    " + l for l in table(("rrxe", "function", "rdma_rxe", "function"),
+                                                                 rows).splitlines())))
+    return "\n".join(out)
 
 
 def svg_plot(path, title, unit, sizes, curves):
@@ -105,7 +197,7 @@ def svg_plot(path, title, unit, sizes, curves):
 
 def main():
     res, doc, dur, runs, sdur = sys.argv[1:6]
-    note = sys.argv[6] if len(sys.argv) > 6 else ""
+    profile = profile_section(sys.argv[6]) if len(sys.argv) > 6 else ""
     samples, units, failed = load(res)
     med = {k: statistics.median(v) for k, v in samples.items()}
 
@@ -262,7 +354,7 @@ guest the CPU time of its less busy CPU as a percentage of its busier one's (``s
 Absolute numbers under TCG are far below real hardware and noisy; only the side-by-side
 comparison in one run means something. A run that failed is counted in its cell (``[n of m
 runs failed]``) and left out of the median.
-{note}
+
 ::
 
 {main}
@@ -281,10 +373,10 @@ Each size is one perftest run of ``-D {sdur}`` per driver and round; bandwidth i
 latency as perftest's average in usec.
 
 {sweeps}""".format(bar="=" * len(title), title=title, now=now, dur=dur, runs=runs, sdur=sdur,
-                   note=("\n" + note + "\n") if note else "",
                    main="\n".join("    " + l for l in main_table.splitlines()),
                    tcp=fmt(tcp) if tcp else "n/a", targets="\n".join(targets),
-                   sweeps="\n".join(sweep_text) if sweep_text else "Not run (``BENCH_PARTS`` without ``sweep``).\n"))
+                   sweeps="\n".join(sweep_text) if sweep_text else "Not run (``BENCH_PARTS`` without ``sweep``).\n")
+                + ("\n" + profile if profile else ""))
     print("written to %s" % doc)
 
 
