@@ -47,7 +47,8 @@ lockstep() {
 		hear $fin $((to + 120)) >/dev/null
 		for _ in $(seq 50); do kill -0 $srv 2>/dev/null || break; sleep 0.2; done
 		kill $srv 2>/dev/null
-		wait $srv 2>/dev/null
+		wait $srv 2>/dev/null ||
+			{ echo "BENCHOUT a $drv port $PORT: the server failed ($*); its output:"; sed 's/^/BENCHOUT a /' /tmp/bench.out; } >&2
 		return 0
 	fi
 	hear $go $((to + 180)) >/dev/null
@@ -120,9 +121,20 @@ spread_run() {
 	fi
 }
 
-# result LINE-PATTERN FIELD: the FIELD-th number of perftest's result line.
+# result LINE-PATTERN FIELD: the FIELD-th number of perftest's result line. A run with no
+# figure, or a zero one, leaves perftest's output and the kernel log's tail on the console
+# (BENCHOUT lines, which make bench keeps in failures.txt).
 result() {
-	awk -v f="$2" '$1 ~ /^[0-9]+$/ && NF >= 4 { v = $f } END { print (v == "" ? "nan" : v) }' /tmp/bench.out
+	local v
+	v=$(awk -v f="$2" '$1 ~ /^[0-9]+$/ && NF >= 4 { v = $f } END { print (v == "" ? "nan" : v) }' /tmp/bench.out)
+	if awk -v v="$v" 'BEGIN { exit !(v == "nan" || v + 0 == 0) }'; then
+		{
+			echo "BENCHOUT b $drv port $PORT: no figure ($v); the client's output:"
+			sed 's/^/BENCHOUT b /' /tmp/bench.out
+			dmesg | tail -20 | sed 's/^/BENCHOUT b dmesg /'
+		} >&2
+	fi
+	echo "$v"
 }
 
 for drv in ${BENCH_DRIVERS:-rrxe rxe}; do
