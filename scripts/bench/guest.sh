@@ -122,8 +122,8 @@ spread_run() {
 }
 
 # result LINE-PATTERN FIELD: the FIELD-th number of perftest's result line. A run with no
-# figure, or a zero one, leaves perftest's output and the kernel log's tail on the console
-# (BENCHOUT lines, which make bench keeps in failures.txt).
+# figure, or a zero one, leaves perftest's output, the kernel log's tail and the device's
+# counters on the console (BENCHOUT lines, which make bench keeps in failures.txt).
 result() {
 	local v
 	v=$(awk -v f="$2" '$1 ~ /^[0-9]+$/ && NF >= 4 { v = $f } END { print (v == "" ? "nan" : v) }' /tmp/bench.out)
@@ -132,6 +132,9 @@ result() {
 			echo "BENCHOUT b $drv port $PORT: no figure ($v); the client's output:"
 			sed 's/^/BENCHOUT b /' /tmp/bench.out
 			dmesg | tail -20 | sed 's/^/BENCHOUT b dmesg /'
+			# Cumulative since the device was created: compare with the previous dump.
+			grep -H . /sys/class/infiniband/"$DEV"/ports/1/hw_counters/* 2>/dev/null |
+				sed 's|.*/||; s/^/BENCHOUT b counter /'
 		} >&2
 	fi
 	echo "$v"
