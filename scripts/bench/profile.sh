@@ -5,7 +5,8 @@
 # each test in $PROFILE_TESTS (default "ib_write_bw ib_read_bw"), at 64 KiB for
 # $PROFILE_DURATION seconds (default 14): guest a runs the server and guest b the client,
 # and 3 s into the run both record `perf record -a -g -e cpu-clock` for 8 s (TCG has no
-# PMU: cpu-clock samples at 4 kHz from an hrtimer). Then each guest prints its profile:
+# PMU: cpu-clock samples at 4 kHz from an hrtimer); every message is signalled (-Q 1, see
+# run() in guest.sh). Then each guest prints its profile:
 #   PROF <driver> <test> <guest> bw <MB/s>            (guest b: perftest's average)
 #   PROF <driver> <test> <guest> comm <pct> <command>  (share of all samples, idle included)
 #   PROF <driver> <test> <guest> sym <pct> <symbol>    (self time, >= 0.5%)
@@ -43,14 +44,14 @@ for drv in ${PROFILE_DRIVERS:-rrxe rxe}; do
 		go=$((7000 + PORT % 1000)) fin=$((8000 + PORT % 1000))
 		counts >/tmp/c.0
 		if [ "$RRXE_NAME" = a ]; then
-			timeout $((DUR + 60)) "$t" -d "$DEV" -x "$GID" -p $PORT -F -s 65536 -D "$DUR" \
+			timeout $((DUR + 60)) "$t" -d "$DEV" -x "$GID" -p $PORT -F -Q 1 -s 65536 -D "$DUR" \
 				>/tmp/prof.out 2>&1 &
 			srv=$!
 			wait_listen $PORT 30 && tell_peer $go go
 		else
 			hear $go 120 >/dev/null
 			connect_retry 25 /tmp/prof.out timeout $((DUR + 60)) "$t" -d "$DEV" -x "$GID" \
-				-p $PORT -F -s 65536 -D "$DUR" "$RRXE_PEER" &
+				-p $PORT -F -Q 1 -s 65536 -D "$DUR" "$RRXE_PEER" &
 			srv=$!
 		fi
 		sleep 3

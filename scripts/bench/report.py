@@ -333,7 +333,10 @@ figure over rdma_rxe's where more is better, rdma_rxe's over rrxe's where less i
 means rrxe is better).
 
 Guest a runs the servers, guest b the clients. Bandwidth tests use 64 KiB messages and
-``-D {dur}``; ``rc_pingpong`` rows are ``ibv_rc_pingpong`` (200 round trips of 64 B, 10 of
+``-D {dur}``, and ask for a completion for every message (``-Q 1``): perftest's default
+signals one in 100 and counts 100 messages for each completion in its sampling window (the
+middle half of the run), which at the 100-200 messages per second of these guests made a
+64 KiB figure a count of a few completions, and 0 when none landed. ``rc_pingpong`` rows are ``ibv_rc_pingpong`` (200 round trips of 64 B, 10 of
 1 MiB), ``ud_pingpong_64B`` is ``ibv_ud_pingpong`` (200 round trips of 64 B: the wire's
 datagram round trip through the driver, without a transport); ``nvme_*`` rows are NVMe over
 RDMA (guest b's nvme-rdma against nvmet-rdma over a memory-backed null_blk on guest a),
@@ -369,8 +372,8 @@ Targets (issue 13)
 Size sweeps
 ===========
 
-Each size is one perftest run of ``-D {sdur}`` per driver and round; bandwidth in MB/s,
-latency as perftest's average in usec.
+Each size is one perftest run of ``-D {sdur}`` per driver and round (bandwidth runs with
+``-Q 1``, as above); bandwidth in MB/s, latency as perftest's average in usec.
 
 {sweeps}""".format(bar="=" * len(title), title=title, now=now, dur=dur, runs=runs, sdur=sdur,
                    main="\n".join("    " + l for l in main_table.splitlines()),
