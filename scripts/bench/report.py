@@ -110,7 +110,11 @@ server, and 3 s in both guests record ``perf record -a -g -e cpu-clock`` for 8 s
 TCG has no PMU). Shares are of all samples of the guest, idle included (``swapper``);
 functions by self time. For ``ib_write_bw`` guest b is the requester and guest a the
 responder that places the data; for ``ib_read_bw`` guest a's responder reads its memory and
-sends it.
+sends it. Read the ``swapper`` share as a sample count, not as how busy a guest was: under
+TCG it can disagree with the guest's own accounting. During one 64 KiB ``ib_write_bw`` run
+of each driver (2026-12-03), busybox ``top`` in guest b, the client, showed no idle time
+for either driver (rrxe: 66-80% softirq; rdma_rxe: about 50% user, 45% system), while a
+profile of the same test counted 64% of rrxe's client samples in ``swapper``.
 """.format(when=when.strftime("%Y-%m-%d %H:%M UTC"))]
     for test in sorted(prof):
         p = prof[test]
