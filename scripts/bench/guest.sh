@@ -133,7 +133,7 @@ spread_run() {
 # counters on the console (BENCHOUT lines, which make bench keeps in failures.txt).
 result() {
 	local v
-	v=$(awk -v f="$2" '$1 ~ /^[0-9]+$/ && NF >= 4 { v = $f } END { print (v == "" ? "nan" : v) }' /tmp/bench.out)
+	v=$(awk -v f="$2" '$1 ~ /^[0-9]+$/ && NF >= 4 { v = $f } END { print (v ~ /^[0-9.]+$/ ? v : "nan") }' /tmp/bench.out)
 	if awk -v v="$v" 'BEGIN { exit !(v == "nan" || v + 0 == 0) }'; then
 		{
 			echo "BENCHOUT b $drv port $PORT: no figure ($v); the client's output:"
