@@ -40,8 +40,10 @@ printf 'BENCH_DRIVERS="%s" BENCH_DURATION=%s BENCH_PARTS="%s" BENCH_SWEEP_DURATI
 	{ tail -50 "$out.log"; rrxe_die "bench guests failed (see $out)"; }
 # Kernel messages that landed inside a result line are cut out (lib.sh's console_lines).
 console_lines "$out/b.console" | grep -a '^BENCH ' | tr -d '\r' >"$out/results.txt"
-# The output of each run that gave no figure (see result() in scripts/bench/guest.sh).
-{ cat "$out/a.console" "$out/b.console" | grep -a '^BENCHOUT ' || true; } | tr -d '\r' >"$out/failures.txt"
+# benchout DIR: the output both guests of DIR kept of each run that gave no figure (see
+# result() in scripts/bench/guest.sh).
+benchout() { { cat "$1/a.console" "$1/b.console" | grep -a '^BENCHOUT ' || true; } | tr -d '\r'; }
+benchout "$out" >"$out/failures.txt"
 # Then the same drivers on guests with 2 vCPUs each (BENCH_SMP=0 skips it): does the work
 # spread over both CPUs? (Under TCG each vCPU is a host thread: the host's 2 cores carry
 # the 4 vCPUs.)
@@ -51,7 +53,7 @@ if [ "${BENCH_SMP:-1}" = 1 ]; then
 	if "$REPO/scripts/qemu.sh" --smp 2 --timeout $((BENCH_RUNS * 300 + 300)) --out "$out/smp2" \
 		--file "$REPO/scripts/bench/guest.sh" "$out/run-smp.sh" "$out/run-smp.sh" >"$out/smp2.log" 2>&1; then
 		console_lines "$out/smp2/b.console" | grep -a '^BENCH ' | tr -d '\r' >>"$out/results.txt"
-		{ cat "$out/smp2/a.console" "$out/smp2/b.console" | grep -a '^BENCHOUT ' || true; } | tr -d '\r' >>"$out/failures.txt"
+		benchout "$out/smp2" >>"$out/failures.txt"
 	else
 		tail -20 "$out/smp2.log"
 		rrxe_log "the 2-vCPU guests failed (see $out/smp2): their rows stay empty"

@@ -17,6 +17,7 @@
 
 DUR=${PROFILE_DURATION:-14}
 PORT=21000
+ARGS="-F -Q 1 -s 65536 -D $DUR"
 command -v perf >/dev/null || die "no perf in the guest (EXTRA_FILES=/usr/bin/perf)"
 
 # counts: every port hw_counter of $DEV and every eth0 statistic, "name value" lines.
@@ -44,14 +45,15 @@ for drv in ${PROFILE_DRIVERS:-rrxe rxe}; do
 		go=$((7000 + PORT % 1000)) fin=$((8000 + PORT % 1000))
 		counts >/tmp/c.0
 		if [ "$RRXE_NAME" = a ]; then
-			timeout $((DUR + 60)) "$t" -d "$DEV" -x "$GID" -p $PORT -F -Q 1 -s 65536 -D "$DUR" \
-				>/tmp/prof.out 2>&1 &
+			# shellcheck disable=SC2086
+			timeout $((DUR + 60)) "$t" -d "$DEV" -x "$GID" -p $PORT $ARGS >/tmp/prof.out 2>&1 &
 			srv=$!
 			wait_listen $PORT 30 && tell_peer $go go
 		else
 			hear $go 120 >/dev/null
+			# shellcheck disable=SC2086
 			connect_retry 25 /tmp/prof.out timeout $((DUR + 60)) "$t" -d "$DEV" -x "$GID" \
-				-p $PORT -F -Q 1 -s 65536 -D "$DUR" "$RRXE_PEER" &
+				-p $PORT $ARGS "$RRXE_PEER" &
 			srv=$!
 		fi
 		sleep 3

@@ -340,8 +340,8 @@ Guest a runs the servers, guest b the clients. Bandwidth tests use 64 KiB messag
 ``-D {dur}``, and ask for a completion for every message (``-Q 1``): perftest's default
 signals one in 100 and counts 100 messages for each completion in its sampling window (the
 middle half of the run), which at the 100-200 messages per second of these guests made a
-64 KiB figure a count of a few completions, and 0 when none landed. ``rc_pingpong`` rows are ``ibv_rc_pingpong`` (200 round trips of 64 B, 10 of
-1 MiB), ``ud_pingpong_64B`` is ``ibv_ud_pingpong`` (200 round trips of 64 B: the wire's
+64 KiB figure a count of a few completions, and 0 when none landed. ``rc_pingpong`` rows
+are ``ibv_rc_pingpong`` (200 round trips of 64 B, 10 of 1 MiB), ``ud_pingpong_64B`` is ``ibv_ud_pingpong`` (200 round trips of 64 B: the wire's
 datagram round trip through the driver, without a transport); ``nvme_*`` rows are NVMe over
 RDMA (guest b's nvme-rdma against nvmet-rdma over a memory-backed null_blk on guest a),
 sequential 128 KiB direct I/O with ``dd``, 32 MiB each way. ``ib_write_bw`` with 1, 8 and
