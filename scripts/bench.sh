@@ -10,7 +10,7 @@
 # scaling, size sweeps and the cost of a QP to the 64 KiB figures. scripts/bench/report.py
 # prints the tables and the targets of issue 13 and writes them, with the date and the
 # command, to Documentation/rrxe-bench.rst, with one SVG plot per swept tool beside it.
-# BENCH_DURATION (default 8) is each perftest run's -D, BENCH_SWEEP_DURATION (default 2)
+# BENCH_DURATION (default 8) is each perftest run's -D, BENCH_SWEEP_DURATION (default 4)
 # that of each sweep point; BENCH_QUICK=1 is one run of each, -D 3, no sweeps (for
 # development). A second pair of guests, with 2 vCPUs each, runs part smp (BENCH_SMP=0
 # skips it). Only a full run (BENCH_PARTS unset, not quick) writes Documentation/; the
@@ -23,7 +23,7 @@ if [ "${BENCH_QUICK:-0}" = 1 ]; then
 	export BENCH_RUNS=1 BENCH_DURATION=3 BENCH_PARTS=${BENCH_PARTS:-main scale qp} BENCH_SMP=${BENCH_SMP:-0}
 fi
 export BENCH_RUNS=${BENCH_RUNS:-3} BENCH_DURATION=${BENCH_DURATION:-8}
-export BENCH_PARTS=${BENCH_PARTS:-main scale sweep qp} BENCH_SWEEP_DURATION=${BENCH_SWEEP_DURATION:-2}
+export BENCH_PARTS=${BENCH_PARTS:-main scale sweep qp} BENCH_SWEEP_DURATION=${BENCH_SWEEP_DURATION:-4}
 drivers=
 for _ in $(seq "$BENCH_RUNS"); do drivers="$drivers rrxe rxe"; done
 export BENCH_DRIVERS=${drivers# }

@@ -13,7 +13,7 @@
 #  - scale: ib_write_bw, $BENCH_SCALE_MSGS (default 1,024) messages of 64 KiB over 1, 8 and
 #    64 QPs;
 #  - sweep: ib_write_bw/ib_read_bw/ib_send_bw over $SWEEP_BW sizes and ib_write_lat/
-#    ib_send_lat over $SWEEP_LAT sizes, BENCH_SWEEP_DURATION (default 2) seconds each;
+#    ib_send_lat over $SWEEP_LAT sizes, BENCH_SWEEP_DURATION (default 4) seconds each;
 #  - qp: qp_cost (tools/testing/rrxe) in each guest: 1,000 idle RC QPs (memory, create and
 #    connect, destroy) and 200 create+connect+destroy cycles.
 #  - smp (for guests with 2 vCPUs, see bench.sh): ib_write_bw at 64 KiB over 1 and 8 QPs,
@@ -23,7 +23,7 @@
 . /usr/local/lib/rrxe/lib.sh
 
 DUR=${BENCH_DURATION:-8}
-SDUR=${BENCH_SWEEP_DURATION:-2}
+SDUR=${BENCH_SWEEP_DURATION:-4}
 SCALE_MSGS=${BENCH_SCALE_MSGS:-1024}
 PARTS=" ${BENCH_PARTS:-main scale sweep qp} "
 SWEEP_BW="64 1024 4096 16384 65536 262144 1048576"
