@@ -45,7 +45,7 @@ check: setup
 # The guest groups on a KASAN kernel (a second build beside the first; not part of `make
 # check`: KASAN under TCG makes the suite take hours). T= selects groups as for check.
 check-kasan: setup
-	RRXE_VARIANT=kasan T="$(or $(T),device,faults,inject-live,teardown,rnr,loss)" scripts/check.sh
+	RRXE_VARIANT=kasan CHECK_TIMEOUT_SCALE=4 T="$(or $(T),device,faults,inject-live,teardown,rnr,loss)" scripts/check.sh
 
 demo: setup
 	scripts/demo.sh

@@ -22,6 +22,8 @@
 #   T=GLOB[,GLOB...] scripts/check.sh   (make check T=...): only the groups that match:
 #                    static, host, and the guest groups below (pingpong, loss, ...); the
 #                    kernel is always built. KUnit is tallied over the boots that ran.
+#   CHECK_TIMEOUT_SCALE=N multiplies every group's guest timeout (make check-kasan sets 4:
+#                    the KASAN kernel runs the same tests about 3.4 times slower under TCG).
 #
 # Results and logs go to build/check/. Exit status 0 only if nothing failed.
 set -uo pipefail
@@ -186,7 +188,7 @@ host_stall() {
 # guest_test NAME TIMEOUT [QEMU_OPTS] SCRIPT_A [SCRIPT_B]: boots the guests (if NAME is
 # selected) and judges their RRXE-TEST lines against scripts/tests/expected.txt.
 guest_test() {
-	local name=$1 timeout=$2 out=$OUTDIR/$1 rc g t res rest log end why
+	local name=$1 timeout=$(( $2 * ${CHECK_TIMEOUT_SCALE:-1} )) out=$OUTDIR/$1 rc g t res rest log end why
 	shift 2
 	want "$name" || return 0
 	run_guests "$out" "$timeout" "$@"
