@@ -107,6 +107,9 @@ TSC=$(tsc_khz)
 # 5-level ("BUG: KASAN: wild-memory-access in do_raw_spin_lock" from handle_edge_irq, at
 # boot, in guests with or without rrxe).
 [ "$VARIANT" = kasan ] && APPEND="no5lvl $APPEND"
+# Guests of a slower kernel stretch their own timeouts as the host stretches theirs
+# (CHECK_TIMEOUT_SCALE, scripts/check.sh): scripts/guest/init exports it as RRXE_TSCALE.
+[ "${CHECK_TIMEOUT_SCALE:-1}" = 1 ] || APPEND="rrxe.tscale=$CHECK_TIMEOUT_SCALE $APPEND"
 
 # qemu_args NAME IP PEER NETDEV: the command line of one guest.
 qemu_args() {

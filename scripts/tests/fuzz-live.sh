@@ -155,7 +155,7 @@ if [ "$RRXE_NAME" = b ]; then
 				keys="${stale:+0x$stale,}!0x$live"
 				log "roce_fuzz -f eth0 -r $FUZZ_RATE -e $FUZZ_EXACT $RRXE_IP $RRXE_PEER" \
 					"$FUZZ_COUNT $FUZZ_SEED 0x$qpn:0x$psn $keys"
-				( timeout 600 roce_fuzz -f eth0 -r "$FUZZ_RATE" -e "$FUZZ_EXACT" "$RRXE_IP" "$RRXE_PEER" \
+				( timeout $((600 * ${RRXE_TSCALE:-1})) roce_fuzz -f eth0 -r "$FUZZ_RATE" -e "$FUZZ_EXACT" "$RRXE_IP" "$RRXE_PEER" \
 					"$FUZZ_COUNT" "$FUZZ_SEED" "0x$qpn:0x$psn" "$keys" >/tmp/fuzz.out 2>&1
 				  echo $? >/tmp/fuzz.rc ) &
 				fuzzing=$!
