@@ -34,7 +34,7 @@ fn build(spec: &PacketSpec<'_>) -> Vec<u8> {
 /// One QP pair: the requester, its responder and its timers.
 struct Pair {
     snd: Sender<16>,
-    rsp: Responder<16>,
+    rsp: Responder,
     posted: u32,
     ok: u32,
     errors: Vec<WcStatus>,

@@ -16,7 +16,8 @@ use rrxe_proto::opcode::{Opcode, QpType};
 use rrxe_proto::packet::{self, PacketSpec};
 use rrxe_proto::psn::{Msn, Psn};
 use rrxe_proto::rc::{
-    PathMtu, ReadReply, ReadResp, Request, Responder, ResponderConfig, MAX_DMA_LEN,
+    PathMtu, ReadReply, ReadResp, Request, Resource, ResourceTable, Responder, ResponderConfig,
+    MAX_DMA_LEN,
 };
 
 const FIRST: Opcode = Opcode::RC_RDMA_READ_RESPONSE_FIRST;
@@ -390,17 +391,31 @@ fn every_outstanding_read_is_remembered_for_its_duplicate() {
     // device's max_qp_rd_atom): a duplicate of the oldest, after all of them, is still
     // answered; with one more READ, the oldest is forgotten (its duplicate is dropped).
     const N: usize = 128;
+    // The table on the heap, sized at run time, as the driver allocates it.
+    struct Table(Vec<Resource>);
+    impl ResourceTable for Table {
+        fn slots(&self) -> &[Resource] {
+            &self.0
+        }
+        fn slots_mut(&mut self) -> &mut [Resource] {
+            &mut self.0
+        }
+    }
     let (mtu, m) = (PathMtu::MTU_1024, 1024);
-    let mut rsp: Responder<N> = Responder::with_resources(ResponderConfig {
-        rq_psn: Psn::new(100),
-        mtu,
-        min_rnr_timer: RnrTimer::new(1).unwrap(),
-        remote_write: false,
-        remote_read: true,
-        remote_atomic: false,
-        max_dest_rd_atomic: N as u32,
-        flush_types: 0,
-    });
+    let table = Table(vec![Resource::default(); N]);
+    let mut rsp = Responder::with_table(
+        ResponderConfig {
+            rq_psn: Psn::new(100),
+            mtu,
+            min_rnr_timer: RnrTimer::new(1).unwrap(),
+            remote_write: false,
+            remote_read: true,
+            remote_atomic: false,
+            max_dest_rd_atomic: N as u32,
+            flush_types: 0,
+        },
+        table,
+    );
     let mut psn = Psn::new(100);
     let mut reads = Vec::new();
     for k in 0..=N as u64 {

@@ -226,6 +226,12 @@ fn check_send(slot: &[u8], p: &SendQueueParams) -> Result<(), TestCaseError> {
     // Detached and attached again to the same bytes, it is the WQE validation gave (the
     // engine keeps it so beside its private copy instead of validating per packet).
     prop_assert_eq!(v.detach().attach(slot), Some(v));
+    // The same from a copy of the data area alone (what the engine's shadow ring keeps).
+    let area = slot
+        .get(SEND_WQE_DATA_OFFSET..)
+        .unwrap_or_default()
+        .to_vec();
+    prop_assert_eq!(v.detach().attach_area(&area), Some(v));
     prop_assert_eq!(v.detach().wr_id(), v.wr_id());
     let hdr = RxeSendWqe::new(slot).unwrap().fields();
     prop_assert_eq!(WrOpcode::from_raw(hdr.wr.opcode), Some(v.opcode()));

@@ -160,6 +160,7 @@ impl RrxeQp {
             ifindex,
             sig_all: init.sq_sig_all,
             caps,
+            sq_depth: init.caps.max_send_wr,
             attrs: QpAttrs {
                 state: Some(QpState::Reset),
                 port_num: 1,
@@ -299,6 +300,7 @@ impl RrxeQp {
             .ok_or(ENODEV)?;
         let qp_type = qp.qp_type();
         this.shared.modify(
+            (a.mask & attr::MAX_DEST_RD_ATOMIC != 0).then_some(a.max_dest_rd_atomic),
             |cur_attrs| {
                 // The transition is decided from the QP's real state: a current state the
                 // caller names (`IB_QP_CUR_STATE`) must be that state, as a hardware device

@@ -91,7 +91,7 @@ use kernel::rdma::{
 use kernel::sync::{Arc, SpinLock};
 use replies::ReplyQueue;
 use req::Shadow;
-use state::{new_responder, new_sender, path_mtu, wire_state, RD_ATOM};
+use state::{new_responder, new_sender, path_mtu, wire_state, ResTable};
 use wq::KernelQueues;
 use xmit::PKEY;
 
@@ -177,7 +177,7 @@ pub(crate) struct Engine {
     /// Boxed: it is a few kilobytes, too much to move around on the kernel stack.
     sender: KBox<Sender<SQ_SLOTS>>,
     /// Boxed, as `sender`: its table of responder resources is kilobytes.
-    resp: KBox<Responder<RD_ATOM>>,
+    resp: KBox<Responder<ResTable>>,
     /// The responder's responses not sent yet.
     replies: ReplyQueue,
     /// Kernel indices of the send queue.
@@ -251,6 +251,9 @@ pub(crate) struct QpSetup {
     pub(crate) ifindex: i32,
     pub(crate) sig_all: bool,
     pub(crate) caps: QpCaps,
+    /// The send queue depth asked for at creation (`caps.max_send_wr` is the ring's
+    /// capacity, which can be nearly twice as much).
+    pub(crate) sq_depth: u32,
     pub(crate) attrs: QpAttrs,
     pub(crate) dev: Arc<DevShared>,
     pub(crate) scq: CqRef<Rrxe>,
@@ -277,7 +280,7 @@ impl QpShared {
         let eng = Engine {
             sender: new_sender(&s.attrs, s.qp_type)?,
             resp: new_responder(&s.attrs)?,
-            replies: replies::new_queue()?,
+            replies: replies::new_queue(0)?,
             sqs: SendQueueState::new(sq_geo),
             rqc: rq_geo.map(KernelConsumer::new),
             sq_params: SendQueueParams {
@@ -297,12 +300,13 @@ impl QpShared {
                 length_check: LengthCheck::SgeSum,
             },
             // A UD QP sends from slot 0 only; a connected QP keeps as many WQEs in flight as
-            // its send queue holds, at most `SQ_SLOTS`.
+            // it asked its send queue to hold, at most `SQ_SLOTS` (the rest of a fuller ring
+            // waits there for a slot).
             shadow: Shadow::new(
                 sq_elem,
                 match s.qp_type {
                     WireQpType::Ud => 1,
-                    _ => usize::try_from(s.caps.max_send_wr).unwrap_or(SQ_SLOTS),
+                    _ => usize::try_from(s.sq_depth.min(s.caps.max_send_wr)).unwrap_or(SQ_SLOTS),
                 },
             )?,
             rwqe: RecvCopy::new(rq_elem)?,

@@ -44,10 +44,16 @@ pub(super) const REPLY_BUDGET: u32 = 64;
 /// How long a QP waits when the transmit queue is full before it tries again (1 ms).
 pub(super) const TX_WAIT_US: u32 = 1000;
 
-/// Capacity of the queue: a READ or atomic ACK and one acknowledgement after each of the
-/// most READs and atomics a requester may have outstanding
-/// ([`crate::params::MAX_QP_RD_ATOM`]), and one more.
-const CAPACITY: usize = 2 * crate::params::MAX_QP_RD_ATOM as usize + 2;
+/// Capacity of the queue of a responder with `max_dest_rd_atomic` responder resources: a
+/// READ or atomic ACK and one acknowledgement after each of the READs and atomics the
+/// requester may have outstanding (no more than the responder's resources, IBA 9.5), and
+/// one more. A requester that keeps more outstanding finds the excess dropped and counted
+/// (`RepliesDropped`): its retry asks again, as for a lost response.
+fn capacity(max_dest_rd_atomic: u32) -> usize {
+    let n = max_dest_rd_atomic.min(crate::params::MAX_QP_RD_ATOM);
+    // At most 2 * 128 + 2.
+    n as usize * 2 + 2
+}
 
 /// A response waiting to be sent.
 #[derive(Clone, Copy)]
@@ -65,12 +71,15 @@ pub(super) enum Queued {
     },
 }
 
-/// The responses waiting to be sent, oldest first, in at most [`CAPACITY`] entries.
+/// The responses waiting to be sent, oldest first, in at most [`capacity`] entries.
 pub(super) type ReplyQueue = Fifo<Queued>;
 
-/// Returns an empty reply queue.
-pub(super) fn new_queue() -> Result<ReplyQueue> {
-    Fifo::new(CAPACITY)
+/// Returns an empty reply queue for a responder with `max_dest_rd_atomic` responder
+/// resources. It is allocated when the QP is created (for none: an RC QP's modify to RTR
+/// names its resources and brings the queue for them) and when the resources are set, so a
+/// QP pays for the READs it accepts, not for the device's maximum.
+pub(super) fn new_queue(max_dest_rd_atomic: u32) -> Result<ReplyQueue> {
+    Fifo::new(capacity(max_dest_rd_atomic))
 }
 
 /// Returns the queued READ whose responses carry MSN `rd.msn`, if any.

@@ -38,20 +38,25 @@ use crate::proto::{
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
 
-/// Copies of the send WQEs in flight: up to `SQ_SLOTS` slots of the send queue's element
-/// size (as many as the QP's send queue depth: a QP of 16 WRs does not pay for 128 copies),
-/// used as a ring in posting order, each with the WQE as validated from it
-/// ([`CheckedSendWqe`]), so that building a packet, placing a response or completing the WQE
-/// never validates it again. The requester starts a WQE only while a slot is free.
+/// Copies of the send WQEs in flight: up to `SQ_SLOTS` slots (as many as the send queue
+/// depth the QP was created with: a QP of 16 WRs does not pay for 128 copies, nor one of 64
+/// for the 127 its ring holds), used as a ring in posting order. A WQE is copied out of the
+/// ring whole into `scratch` and validated there; its slot keeps what was validated
+/// ([`CheckedSendWqe`]) and the WQE's data area (SGE list, inline data or ATOMIC WRITE
+/// operand), the only bytes read after validation: building a packet, placing a response
+/// or completing the WQE never validates it again. The requester starts a WQE only while a
+/// slot is free.
 ///
 /// # Invariants
 ///
-/// `0 < slots <= SQ_SLOTS`, `buf` holds `slots * elem` bytes and `wqes` `slots` entries,
+/// `0 < slots <= SQ_SLOTS`, `scratch` holds `elem` bytes, `data` holds `slots * area`
+/// bytes (`area` is `elem` less the WQE's fixed part) and `wqes` `slots` entries,
 /// `next < slots`.
 pub(super) struct Shadow {
-    buf: KVVec<u8>,
+    scratch: KVVec<u8>,
+    data: KVVec<u8>,
     wqes: KVVec<Option<CheckedSendWqe>>,
-    elem: usize,
+    area: usize,
     slots: u32,
     /// The slot the next WQE goes to.
     next: u32,
@@ -62,11 +67,13 @@ impl Shadow {
     /// bytes.
     pub(super) fn new(elem: usize, slots: usize) -> Result<Self> {
         let slots = slots.clamp(1, SQ_SLOTS);
-        let len = slots.checked_mul(elem).ok_or(EINVAL)?;
+        let area = elem.saturating_sub(uabi::SEND_WQE_DATA_OFFSET);
+        let len = slots.checked_mul(area).ok_or(EINVAL)?;
         Ok(Self {
-            buf: KVVec::from_elem(0u8, len, crate::params::gfp_user())?,
+            scratch: KVVec::from_elem(0u8, elem, crate::params::gfp_user())?,
+            data: KVVec::from_elem(0u8, len, crate::params::gfp_user())?,
             wqes: KVVec::from_elem(None, slots, crate::params::gfp_user())?,
-            elem,
+            area,
             slots: u32::try_from(slots).map_err(|_| EINVAL)?,
             next: 0,
         })
@@ -78,41 +85,56 @@ impl Shadow {
         self.slots as usize
     }
 
-    /// Returns slot `id`.
-    pub(super) fn slot(&self, id: u32) -> Option<&[u8]> {
-        let start = usize::try_from(id).ok()?.checked_mul(self.elem)?;
-        self.buf.get(start..start.checked_add(self.elem)?)
+    /// Returns the data area kept for slot `id`.
+    fn area(&self, id: u32) -> Option<&[u8]> {
+        let start = usize::try_from(id).ok()?.checked_mul(self.area)?;
+        self.data.get(start..start.checked_add(self.area)?)
     }
 
-    /// Returns slot `id` for writing (a new copy: what was validated from it is forgotten).
-    pub(super) fn slot_mut(&mut self, id: u32) -> Option<&mut [u8]> {
+    /// Returns the data area of slot `id` for writing.
+    fn area_mut(&mut self, id: u32) -> Option<&mut [u8]> {
+        let start = usize::try_from(id).ok()?.checked_mul(self.area)?;
+        self.data.get_mut(start..start.checked_add(self.area)?)
+    }
+
+    /// Returns the buffer a WQE for slot `id` is copied into from its ring, before
+    /// [`Self::check`] (what slot `id` held is forgotten).
+    pub(super) fn scratch_for(&mut self, id: u32) -> Option<&mut [u8]> {
         *self.wqes.get_mut(usize::try_from(id).ok()?)? = None;
-        let start = usize::try_from(id).ok()?.checked_mul(self.elem)?;
-        self.buf.get_mut(start..start.checked_add(self.elem)?)
+        Some(&mut self.scratch)
     }
 
-    /// Validates the copy in slot `id` and keeps the result with it.
+    /// Validates the WQE copied into the scratch buffer and keeps the result, with its data
+    /// area, in slot `id`.
     pub(super) fn check(
         &mut self,
         id: u32,
         p: &SendQueueParams,
     ) -> core::result::Result<SendWqe<'_>, WcStatus> {
         let i = usize::try_from(id).map_err(|_| WcStatus::LocQpOpErr)?;
-        let checked = {
-            let copy = self.slot(id).ok_or(WcStatus::LocQpOpErr)?;
-            uabi::validate_send_wqe(copy, p)
-                .map_err(|e| e.send_status())?
-                .detach()
-        };
+        let checked = uabi::validate_send_wqe(&self.scratch, p)
+            .map_err(|e| e.send_status())?
+            .detach();
+        // The data area is the scratch copy's bytes after the fixed part (`area` of them).
+        let start = i.checked_mul(self.area).ok_or(WcStatus::LocQpOpErr)?;
+        let to = start
+            .checked_add(self.area)
+            .and_then(|end| self.data.get_mut(start..end))
+            .ok_or(WcStatus::LocQpOpErr)?;
+        let from = self
+            .scratch
+            .get(uabi::SEND_WQE_DATA_OFFSET..)
+            .unwrap_or_default();
+        to.iter_mut().zip(from).for_each(|(d, s)| *d = *s);
         *self.wqes.get_mut(i).ok_or(WcStatus::LocQpOpErr)? = Some(checked);
         self.wqe(id).ok_or(WcStatus::LocQpOpErr)
     }
 
-    /// Puts a kernel consumer's checked WQE in slot `id`, with its local data at the place
-    /// [`CheckedSendWqe::attach`] finds it; `None` if the data does not fit.
+    /// Puts a kernel consumer's checked WQE in slot `id`, with its local data where
+    /// [`CheckedSendWqe::attach_area`] finds it; `None` if the data does not fit.
     pub(super) fn install(&mut self, id: u32, wqe: CheckedSendWqe, data: &[u8]) -> Option<()> {
-        let copy = self.slot_mut(id)?;
-        copy.get_mut(uabi::SEND_WQE_DATA_OFFSET..)?
+        *self.wqes.get_mut(usize::try_from(id).ok()?)? = None;
+        self.area_mut(id)?
             .get_mut(..data.len())?
             .copy_from_slice(data);
         *self.wqes.get_mut(usize::try_from(id).ok()?)? = Some(wqe);
@@ -122,7 +144,7 @@ impl Shadow {
     /// Returns the validated WQE in slot `id`, if it was validated since it was copied.
     pub(super) fn wqe(&self, id: u32) -> Option<SendWqe<'_>> {
         let checked = (*self.wqes.get(usize::try_from(id).ok()?)?)?;
-        checked.attach(self.slot(id)?)
+        checked.attach_area(self.area(id)?)
     }
 
     /// Starts over from slot 0 (the QP went back to RESET).

@@ -4,7 +4,7 @@
 //! the wire core's host-tested table, `proto::rc::qp_state::modify`), the return to RESET,
 //! and the configurations of the sender and the responder the attributes make.
 
-use super::{Engine, QpShared, SQ_SLOTS};
+use super::{replies, Engine, QpShared, SQ_SLOTS};
 use crate::params;
 use crate::proto::{
     aeth::RnrTimer,
@@ -13,10 +13,11 @@ use crate::proto::{
     opcode::QpType as WireQpType,
     psn::Psn,
     rc::{
-        completer::local_ack_timeout_ns, qp_state, PathMtu, Responder, ResponderConfig, Sender,
-        SenderConfig, Transport,
+        completer::local_ack_timeout_ns, qp_state, PathMtu, Resource, ResourceTable, Responder,
+        ResponderConfig, Sender, SenderConfig, Transport,
     },
 };
+use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::rdma::{
     mr::AccessFlags,
@@ -80,15 +81,39 @@ pub(super) fn new_sender(a: &QpAttrs, qp_type: WireQpType) -> Result<KBox<Sender
     )?)
 }
 
-/// Responder resources of a QP: the READs and atomics a requester may have outstanding
-/// (`max_qp_rd_atom`), each remembered for a duplicate.
-pub(super) const RD_ATOM: usize = params::MAX_QP_RD_ATOM as usize;
+/// A QP's responder resources (the READs and atomics a requester may have outstanding, each
+/// remembered for a duplicate): as many slots as its `max_dest_rd_atomic`, at least one,
+/// allocated when that is set (as `rxe_qp_from_attr` does), not the device's maximum.
+pub(super) struct ResTable(KVec<Resource>);
+
+impl ResTable {
+    /// Returns a table for `max_dest_rd_atomic` resources.
+    pub(super) fn new(max_dest_rd_atomic: u32) -> Result<Self> {
+        let n = max_dest_rd_atomic.clamp(1, params::MAX_QP_RD_ATOM);
+        Ok(Self(KVec::from_elem(
+            Resource::default(),
+            usize::try_from(n)?,
+            crate::params::gfp_user(),
+        )?))
+    }
+}
+
+impl ResourceTable for ResTable {
+    fn slots(&self) -> &[Resource] {
+        &self.0
+    }
+
+    fn slots_mut(&mut self) -> &mut [Resource] {
+        &mut self.0
+    }
+}
 
 /// Returns a responder in its initial state, allocated directly.
 #[inline(never)]
-pub(super) fn new_responder(a: &QpAttrs) -> Result<KBox<Responder<RD_ATOM>>> {
+pub(super) fn new_responder(a: &QpAttrs) -> Result<KBox<Responder<ResTable>>> {
+    let table = ResTable::new(u32::from(a.max_dest_rd_atomic))?;
     Ok(KBox::new(
-        Responder::with_resources(responder_config(a)),
+        Responder::with_table(responder_config(a), table),
         crate::params::gfp_user(),
     )?)
 }
@@ -116,12 +141,23 @@ impl QpShared {
 
     /// Applies checked `modify_qp` attributes: `merge` copies them into the current ones and
     /// the state transition to `next` starts, stops or flushes the state machines.
+    /// `max_dest_rd_atomic` is the number of responder resources the attributes set, if they
+    /// set it: the responder that starts gets a reply queue sized for them.
     pub(crate) fn modify(
         &self,
+        max_dest_rd_atomic: Option<u8>,
         check: impl FnOnce(&QpAttrs) -> Result<QpState>,
         merge: impl FnOnce(&mut QpAttrs),
     ) -> Result {
-        self.with_engine(|this, e, ev| {
+        // The reply queue and resource table for the resources being set, allocated before
+        // the engine lock is taken (with bottom halves disabled); those they replace are
+        // freed after it is dropped.
+        let mut fresh = match max_dest_rd_atomic.map(u32::from) {
+            Some(n) => Some((replies::new_queue(n)?, ResTable::new(n)?)),
+            None => None,
+        };
+        let mut old = None;
+        let r = self.with_engine(|this, e, ev| {
             let next = check(&e.attrs)?;
             let cur = e.attrs.state.unwrap_or(QpState::Reset);
             // What the transition does is the wire core's table (host-tested); the core's
@@ -140,7 +176,18 @@ impl QpShared {
                 this.reset(e);
             }
             if fx.start_responder {
-                e.resp.reset(responder_config(&a));
+                match fresh.take() {
+                    // The queue is empty before the responder starts (RESET clears it).
+                    Some((q, t)) if e.replies.is_empty() => {
+                        let old_q = core::mem::replace(&mut e.replies, q);
+                        let old_t = e.resp.reset_with_table(responder_config(&a), t);
+                        old = Some((old_q, old_t));
+                    }
+                    unused => {
+                        old = unused;
+                        e.resp.reset(responder_config(&a));
+                    }
+                }
                 e.dest_qpn = Qpn::new(a.dest_qp_num);
                 e.ip = IpParams {
                     src: a.ah.sgid,
@@ -175,7 +222,9 @@ impl QpShared {
                 this.enter_error(e, ev);
             }
             Ok(())
-        })
+        });
+        drop((old, fresh));
+        r
     }
 
     /// Back to RESET: every queue is emptied without completions.

@@ -287,7 +287,7 @@ impl QpShared {
     ) -> core::result::Result<(), WcStatus> {
         match (&self.sq, &e.kq) {
             (Some(q), _) => {
-                let copy = e.shadow.slot_mut(id).ok_or(WcStatus::LocQpOpErr)?;
+                let copy = e.shadow.scratch_for(id).ok_or(WcStatus::LocQpOpErr)?;
                 q.read_slot(slot, copy).map_err(|_| WcStatus::LocQpOpErr)?;
                 e.shadow.check(id, &e.sq_params).map(|_| ())
             }

@@ -32,8 +32,8 @@ pub mod responder;
 pub use completer::{Deliver, Response, SendAction};
 pub use requester::{PostedWqe, Sender, SenderConfig, Transport, TxPacket, WqeHeaders, WrOp};
 pub use responder::{
-    AtomicExec, AtomicOp, AtomicReply, Placement, ReadReply, Reply, Request, RespOutcome,
-    Responder, ResponderConfig,
+    AtomicExec, AtomicOp, AtomicReply, Placement, ReadReply, Reply, Request, Resource,
+    ResourceTable, RespOutcome, Responder, ResponderConfig,
 };
 // Used by the host crate only.
 #[cfg(rrxe_host)]

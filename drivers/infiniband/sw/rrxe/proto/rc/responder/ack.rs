@@ -11,7 +11,7 @@ use super::super::super::opcode::Opcode;
 use super::super::super::packet::PacketSpec;
 use super::super::super::psn::{Msn, Psn};
 use super::super::WcStatus;
-use super::{RecvCompletion, RespOutcome, Responder};
+use super::{RecvCompletion, ResourceTable, RespOutcome, Responder};
 
 /// An ACK, NAK or RNR NAK to send (`RC_ACKNOWLEDGE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub enum LocalError {
     BadInvalidate,
 }
 
-impl<const N: usize> Responder<N> {
+impl<R: ResourceTable> Responder<R> {
     /// Reports that placing the payload of the request just accepted failed (or, for a READ
     /// or atomic, that its rkey check did): NAKs it, completes the current receive WQE in
     /// error and enters the error state.

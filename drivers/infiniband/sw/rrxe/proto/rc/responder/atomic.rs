@@ -22,7 +22,7 @@ use super::super::super::psn::{Msn, Psn};
 use super::super::super::uabi::{FLUSH_MR, FLUSH_RANGE};
 use super::super::WcStatus;
 use super::ack::ack;
-use super::resources::Resource;
+use super::resources::{Resource, ResourceTable};
 use super::{Request, RespOutcome, Responder};
 
 /// The operation of an atomic request.
@@ -127,7 +127,7 @@ impl AtomicReply {
     }
 }
 
-impl<const N: usize> Responder<N> {
+impl<R: ResourceTable> Responder<R> {
     /// Records the original value of the atomic just carried out and returns the atomic
     /// ACKnowledge to send.
     pub fn atomic_done(&mut self, orig: u64) -> AtomicReply {
@@ -140,6 +140,7 @@ impl<const N: usize> Responder<N> {
         };
         if let Some(r) = self
             .res
+            .slots_mut()
             .iter_mut()
             .find(|r| r.is_atomic() && r.first_psn == psn)
         {

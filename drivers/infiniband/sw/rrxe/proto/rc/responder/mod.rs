@@ -60,11 +60,10 @@ pub use read::ReadReply;
 #[cfg(rrxe_host)]
 pub use read::ReadResp;
 pub use request::Request;
-pub use resources::MAX_RESOURCES;
+pub use resources::{Resource, ResourceTable, MAX_RESOURCES};
 pub use send_write::{Placement, RecvCompletion};
 
 use ack::ack;
-use resources::Resource;
 
 /// Per-connection parameters of a [`Responder`] (from `modify_qp`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,7 +128,7 @@ enum InMsg {
 ///
 /// `recv_off <= recv_cap` while a receive WQE is current.
 #[derive(Clone, Copy, Debug)]
-pub struct Responder<const N: usize = MAX_RESOURCES> {
+pub struct Responder<R = [Resource; MAX_RESOURCES]> {
     cfg: ResponderConfig,
     /// Expected PSN.
     epsn: Psn,
@@ -151,7 +150,7 @@ pub struct Responder<const N: usize = MAX_RESOURCES> {
     dead: bool,
     /// PSN of the last request executed (for a NAK after a failed placement).
     last_psn: Psn,
-    res: [Resource; N],
+    res: R,
     /// Next resource slot to use (oldest is overwritten first).
     res_next: usize,
 }
@@ -161,14 +160,17 @@ impl Responder {
     /// Creates a responder with [`MAX_RESOURCES`] responder resources, in its initial (RTR
     /// entry) state.
     pub fn new(cfg: ResponderConfig) -> Self {
-        Self::with_resources(cfg)
+        Self::with_table(cfg, [Resource::default(); MAX_RESOURCES])
     }
 }
 
-impl<const N: usize> Responder<N> {
-    /// Creates a responder with `N` responder resources (READs and atomics remembered for
-    /// duplicates, C9-112/C9-114), in its initial (RTR entry) state.
-    pub fn with_resources(cfg: ResponderConfig) -> Self {
+impl<R: ResourceTable> Responder<R> {
+    /// Creates a responder that keeps its responder resources (READs and atomics remembered
+    /// for duplicates, C9-112/C9-114) in `res`, in its initial (RTR entry) state.
+    pub fn with_table(cfg: ResponderConfig, mut res: R) -> Self {
+        res.slots_mut()
+            .iter_mut()
+            .for_each(|r| *r = Resource::default());
         Self {
             cfg,
             epsn: cfg.rq_psn,
@@ -185,7 +187,7 @@ impl<const N: usize> Responder<N> {
             write_total: 0,
             dead: false,
             last_psn: cfg.rq_psn,
-            res: [Resource::default(); N],
+            res,
             res_next: 0,
         }
     }
@@ -194,7 +196,10 @@ impl<const N: usize> Responder<N> {
     pub fn reset(&mut self, cfg: ResponderConfig) {
         // In place: the resource table can be kilobytes, too much for a temporary on the
         // kernel stack.
-        self.res.iter_mut().for_each(|r| *r = Resource::default());
+        self.res
+            .slots_mut()
+            .iter_mut()
+            .for_each(|r| *r = Resource::default());
         self.cfg = cfg;
         self.epsn = cfg.rq_psn;
         self.msn = Msn::default();
@@ -211,6 +216,14 @@ impl<const N: usize> Responder<N> {
         self.dead = false;
         self.last_psn = cfg.rq_psn;
         self.res_next = 0;
+    }
+
+    /// Puts `res` in place of the resource table, which it returns, and returns to the
+    /// initial state with `cfg` (modify to RTR with new responder resources).
+    pub fn reset_with_table(&mut self, cfg: ResponderConfig, res: R) -> R {
+        let old = core::mem::replace(&mut self.res, res);
+        self.reset(cfg);
+        old
     }
 
     /// Returns the next expected PSN.

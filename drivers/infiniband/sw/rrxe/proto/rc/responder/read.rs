@@ -12,7 +12,7 @@ use super::super::super::packet::PacketSpec;
 use super::super::super::psn::{Msn, Psn};
 use super::super::{PathMtu, WcStatus};
 use super::ack::ack;
-use super::resources::Resource;
+use super::resources::{Resource, ResourceTable};
 use super::{Request, RespOutcome, Responder};
 
 /// The RDMA READ responses to send for a READ request (new or duplicate).
@@ -91,7 +91,7 @@ impl ReadResp {
     }
 }
 
-impl<const N: usize> Responder<N> {
+impl<R: ResourceTable> Responder<R> {
     /// Accepts a READ request (PSN, sequence, access and length checked).
     pub(super) fn on_read(&mut self, req: &Request) -> RespOutcome {
         let Some((va, rkey, len)) = req.reth else {

@@ -2,20 +2,40 @@
 
 //! The responder resources (C9-112, C9-114): READ, atomic and ATOMIC WRITE requests remembered so that a
 //! duplicate is answered again (a READ executed again from its PSN, an atomic from its saved
-//! result) rather than executed twice. A [`Responder`] has `N` slots ([`MAX_RESOURCES`] by
-//! default), of which it uses `max_dest_rd_atomic`, overwriting the oldest first.
+//! result) rather than executed twice. A [`Responder`] keeps them in a [`ResourceTable`]: a
+//! fixed array of [`MAX_RESOURCES`] for the host tests and KUnit, or the slots the driver
+//! allocates for a QP's `max_dest_rd_atomic`. It uses `max_dest_rd_atomic` slots (at most
+//! the table's), overwriting the oldest first.
 
 use super::super::super::psn::{Msn, Psn};
 use super::Responder;
 
 /// Responder resources of a [`Responder::new`] (the host tests and KUnit use it); the
-/// driver's QPs keep as many as the device's `max_qp_rd_atom`
-/// ([`Responder::with_resources`]).
+/// driver sizes each QP's table by its `max_dest_rd_atomic` ([`Responder::with_table`]).
 pub const MAX_RESOURCES: usize = 16;
 
-/// A remembered READ or atomic request (a responder resource).
+/// Where a [`Responder`] keeps its resources.
+pub trait ResourceTable {
+    /// Returns the slots.
+    fn slots(&self) -> &[Resource];
+    /// Returns the slots for writing.
+    fn slots_mut(&mut self) -> &mut [Resource];
+}
+
+impl<const N: usize> ResourceTable for [Resource; N] {
+    fn slots(&self) -> &[Resource] {
+        self
+    }
+
+    fn slots_mut(&mut self) -> &mut [Resource] {
+        self
+    }
+}
+
+/// A remembered READ or atomic request (a responder resource): a slot of a
+/// [`ResourceTable`], read and written by the [`Responder`] only.
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Resource {
+pub struct Resource {
     /// [`Resource::FREE`], [`Resource::READ`], [`Resource::ATOMIC`],
     /// [`Resource::ATOMIC_WRITE`] or [`Resource::FLUSH`].
     pub(super) kind: u8,
@@ -53,19 +73,20 @@ impl Resource {
     }
 }
 
-impl<const N: usize> Responder<N> {
+impl<R: ResourceTable> Responder<R> {
     /// Remembers a READ or atomic request, replacing the oldest beyond the configured
-    /// number of resources.
+    /// number of resources (or beyond the table's, if it has fewer slots).
     pub(super) fn remember(&mut self, r: Resource) {
+        let n = self.res.slots().len();
         let cap = usize::try_from(self.cfg.max_dest_rd_atomic)
-            .unwrap_or(N)
-            .clamp(1, N);
+            .unwrap_or(n)
+            .clamp(1, n.max(1));
         let i = if self.res_next >= cap {
             0
         } else {
             self.res_next
         };
-        if let Some(slot) = self.res.get_mut(i) {
+        if let Some(slot) = self.res.slots_mut().get_mut(i) {
             *slot = r;
         }
         self.res_next = i.wrapping_add(1);
@@ -73,6 +94,6 @@ impl<const N: usize> Responder<N> {
 
     /// Returns the remembered request whose PSN range holds `psn`, if any.
     pub(super) fn resource(&self, psn: Psn) -> Option<Resource> {
-        self.res.iter().find(|r| r.contains(psn)).copied()
+        self.res.slots().iter().find(|r| r.contains(psn)).copied()
     }
 }

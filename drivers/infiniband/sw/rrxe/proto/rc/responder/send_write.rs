@@ -10,7 +10,7 @@ use super::super::super::aeth::{NakCode, Syndrome};
 use super::super::super::opcode::{Op, OpInfo};
 use super::super::WcStatus;
 use super::ack::ack;
-use super::{InMsg, Request, RespOutcome, Responder};
+use super::{InMsg, Request, ResourceTable, RespOutcome, Responder};
 
 /// Where the payload of an accepted request goes (`payload_len` bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub struct RecvCompletion {
     pub solicited: bool,
 }
 
-impl<const N: usize> Responder<N> {
+impl<R: ResourceTable> Responder<R> {
     /// Executes an accepted SEND or RDMA WRITE packet (PSN, sequence, access and length
     /// checked): takes a receive WQE if it needs one (RNR NAK without), says where its
     /// payload goes, advances the MSN at the end of a message and completes the receive WQE

@@ -5,9 +5,9 @@
 //! [`Responder::on_request`].
 
 use super::super::super::opcode::Op;
-use super::{InMsg, Request, RespOutcome, Responder};
+use super::{InMsg, Request, ResourceTable, RespOutcome, Responder};
 
-impl<const N: usize> Responder<N> {
+impl<R: ResourceTable> Responder<R> {
     /// Decides what to do with a request on an Unreliable Connected QP (IBA 9.8.3): no
     /// acknowledgements, no retries, no RNR NAKs. A PSN other than the expected one means
     /// packets were lost: the message in progress is abandoned (its receive WQE, if one was

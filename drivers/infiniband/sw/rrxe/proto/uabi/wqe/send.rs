@@ -217,7 +217,8 @@ impl<'a> SendWqe<'a> {
 impl SendWqe<'_> {
     /// Returns the WQE detached from the bytes it was validated in, to be kept beside them
     /// (in kernel-private memory nothing else writes) and attached again for each use
-    /// ([`CheckedSendWqe::attach`]) instead of being validated again.
+    /// ([`CheckedSendWqe::attach_area`], with a copy of its data area) instead of being
+    /// validated again.
     pub fn detach(&self) -> CheckedSendWqe {
         CheckedSendWqe {
             wr_id: self.wr_id,
@@ -262,8 +263,15 @@ pub struct CheckedSendWqe {
 impl CheckedSendWqe {
     /// Returns the WQE with its local data in `slot`, which must hold the bytes it was
     /// validated in, unchanged; `None` if `slot` is too short for them.
+    #[cfg(rrxe_host)]
     pub fn attach<'a>(&self, slot: &'a [u8]) -> Option<SendWqe<'a>> {
-        let area = slot.get(SEND_WQE_DATA_OFFSET..)?;
+        self.attach_area(slot.get(SEND_WQE_DATA_OFFSET..)?)
+    }
+
+    /// Returns the WQE with its local data in `area`, which must hold the bytes it was
+    /// validated with from [`SEND_WQE_DATA_OFFSET`] on, unchanged (a copy of the data area
+    /// alone); `None` if `area` is too short for them.
+    pub fn attach_area<'a>(&self, area: &'a [u8]) -> Option<SendWqe<'a>> {
         let data = match self.data {
             DataPlace::None => SendData::None,
             DataPlace::Sges(n) => SendData::Sges(SgeList::from_checked(area.get(..n)?)),
