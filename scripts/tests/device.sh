@@ -61,6 +61,9 @@ check many_contexts sh -c 'for i in $(seq 30); do ibv_devinfo -d rrxe0 >/dev/nul
 verbs_objects rrxe0 "$(rrxe_gid_index rrxe0)" "$RRXE_IP" || FAILED=1
 # Queue pairs: rings, the state machine and its attribute checks, limits, QP numbers.
 verbs_qp rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
+# What a QP keeps in flight, past what it asked for (its private state is sized by the send
+# queue depth and max_dest_rd_atomic it asked for): a full ring of WRITEs, queued READs.
+qp_depth rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
 # A shared receive queue taken from by two QPs: attributes, the limit event (once), a QP in
 # ERR leaving its WQEs, destroy refused while in use.
 srq_limit rrxe0 "$(rrxe_gid_index rrxe0)" || FAILED=1
