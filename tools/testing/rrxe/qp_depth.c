@@ -11,13 +11,13 @@
  *  - sq_beyond_requested_depth: a QP of 8 send WRs (the ring holds more, the capacity
  *    query_qp reports) takes a full ring of RDMA WRITEs posted at once: each completes,
  *    in order, with its data in place;
- *  - reads_up_to_dest_rd_atomic: 4 READs of 128 KiB outstanding (more response packets
- *    than the responder sends per run, so they queue) with max_rd_atomic and
- *    max_dest_rd_atomic 4, 12 in all;
- *  - reads_beyond_dest_rd_atomic: a requester that keeps 8 READs of 128 KiB outstanding
- *    against a responder of 1 resource (against IBA 9.5, which the requester must respect):
- *    the responses that do not fit the responder's queue are dropped and asked for again
- *    (the requester's retry), so every READ still completes with its data;
+ *  - reads_up_to_dest_rd_atomic: 12 READs of 32 KiB posted at once with max_rd_atomic and
+ *    max_dest_rd_atomic 4 (4 outstanding fill the requester's window of 128 PSNs);
+ *  - reads_beyond_dest_rd_atomic: 12 READs of 16 KiB from a requester that keeps up to 8
+ *    outstanding against a responder of 1 resource (against IBA 9.5, which the requester
+ *    must respect): every READ still completes with its data (responses that would not fit
+ *    the responder's queue are dropped and asked for again by the requester's retry; how
+ *    many is printed);
  *  - qp_memory_idle_rc: 500 idle RC QPs of 64 send and 64 receive WRs (qp_cost's, taken to
  *    RTS) cost at most 96 KiB each (the fall of MemFree: kernel and user memory, the rings
  *    included). rdma_rxe's cost 53.5 KiB, rrxe's 142.9 when it sized its state by the
@@ -27,8 +27,8 @@
  */
 #include "rrxe_test.h"
 
-#define READ_LEN (128 * 1024)
 #define READS 12
+#define READ_MAX (32 * 1024)
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
@@ -190,7 +190,7 @@ static long replies_dropped(const char *dev)
 
 int main(int argc, char **argv)
 {
-	size_t half = (size_t)READS * READ_LEN;
+	size_t half = (size_t)READS * READ_MAX;
 	struct ibv_qp_init_attr qia;
 	struct ibv_qp_attr qa;
 	const char *why;
@@ -236,10 +236,10 @@ int main(int argc, char **argv)
 	qp = loop_qp(cq, 16, 4, 4);
 	fill(buf, half, 2);
 	memset(buf + half, 0, half);
-	why = qp ? run(qp, cq, mr, IBV_WR_RDMA_READ, buf, buf + half, READ_LEN, READS)
+	why = qp ? run(qp, cq, mr, IBV_WR_RDMA_READ, buf, buf + half, 32 * 1024, READS)
 		 : "QP with 4 READs each way";
-	checkf("reads_up_to_dest_rd_atomic", !why, "%d READs of %d KiB, 4 outstanding: %s", READS,
-	       READ_LEN / 1024, why ? why : "");
+	checkf("reads_up_to_dest_rd_atomic", !why, "%d READs of 32 KiB, 4 outstanding: %s", READS,
+	       why ? why : "");
 	if (qp)
 		ibv_destroy_qp(qp);
 
@@ -248,11 +248,11 @@ int main(int argc, char **argv)
 	qp = loop_qp(cq, 16, 8, 1);
 	fill(buf, half, 3);
 	memset(buf + half, 0, half);
-	why = qp ? run(qp, cq, mr, IBV_WR_RDMA_READ, buf, buf + half, READ_LEN, READS)
+	why = qp ? run(qp, cq, mr, IBV_WR_RDMA_READ, buf, buf + half, 16 * 1024, READS)
 		 : "QP with 8 READs out, 1 in";
 	d1 = replies_dropped(argv[1]);
-	checkf("reads_beyond_dest_rd_atomic", !why, "%d READs of %d KiB, 8 outstanding against 1: %s",
-	       READS, READ_LEN / 1024, why ? why : "");
+	checkf("reads_beyond_dest_rd_atomic", !why, "%d READs of 16 KiB, 8 outstanding against 1: %s",
+	       READS, why ? why : "");
 	if (!why)
 		printf("# qp_depth: %ld READ responses dropped and asked for again\n",
 		       d0 >= 0 && d1 >= 0 ? d1 - d0 : -1);
