@@ -18,22 +18,6 @@
 
 #define QP_WRS 64
 
-/* MemFree of /proc/meminfo, in KiB (-1 if unreadable). */
-static long mem_free_kib(void)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemFree: %ld kB", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
 static struct ibv_qp *qp_up(struct ibv_pd *pd, struct ibv_cq *cq, const union ibv_gid *gid,
 			    int gid_index)
 {

@@ -132,22 +132,6 @@ static const char *run(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
 	return NULL;
 }
 
-/* MemFree of /proc/meminfo, in KiB (-1 if unreadable). */
-static long mem_free_kib(void)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemFree: %ld kB", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
 #define IDLE_QPS 500
 #define IDLE_MAX_KIB 96
 

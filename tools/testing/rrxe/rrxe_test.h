@@ -77,6 +77,22 @@ static inline int rc_connect(struct ibv_qp *qp, uint32_t dqpn, const union ibv_g
 				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+/* MemFree of /proc/meminfo, in KiB (-1 if unreadable). */
+static inline long mem_free_kib(void)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemFree: %ld kB", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
 static inline struct ibv_context *open_dev(const char *name)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
