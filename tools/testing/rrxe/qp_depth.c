@@ -19,11 +19,12 @@
  *    the responder's queue are dropped and asked for again by the requester's retry; how
  *    many is printed);
  *  - qp_memory_idle_rc: 500 idle RC QPs of 64 send and 64 receive WRs (qp_cost's, taken to
- *    RTS) cost at most 96 KiB each (the fall of MemFree: kernel and user memory, the rings
- *    included). rdma_rxe's cost 53.5 KiB, rrxe's 142.9 when it sized its state by the
- *    device's maximum (Documentation/rrxe-bench.rst).
+ *    RTS) cost at most MAX_KIB each (default 96; the fall of MemFree: kernel and user
+ *    memory, the rings included). rdma_rxe's cost 53.5 KiB, rrxe's 142.9 when it sized its
+ *    state by the device's maximum (Documentation/rrxe-bench.rst, bench kernel); on the test
+ *    kernel rrxe's measured 80-83 KiB, 150.6 before; KASAN adds about a quarter.
  *
- * Usage: qp_depth DEVICE GID_INDEX
+ * Usage: qp_depth DEVICE GID_INDEX [MAX_KIB]
  */
 #include "rrxe_test.h"
 
@@ -133,7 +134,6 @@ static const char *run(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
 }
 
 #define IDLE_QPS 500
-#define IDLE_MAX_KIB 96
 
 /* The memory an idle RC QP of 64 WRs holds, in KiB (MemFree over IDLE_QPS), or -1. */
 static double idle_qp_kib(struct ibv_cq *cq)
@@ -183,11 +183,13 @@ int main(int argc, char **argv)
 	struct ibv_qp *qp;
 	uint8_t *buf;
 	long d0, d1;
+	int max_kib;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEVICE GID_INDEX\n", argv[0]);
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: %s DEVICE GID_INDEX [MAX_KIB]\n", argv[0]);
 		return 2;
 	}
+	max_kib = argc == 4 ? atoi(argv[3]) : 96;
 	gid_index = atoi(argv[2]);
 	ctx = open_dev(argv[1]);
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
@@ -245,8 +247,8 @@ int main(int argc, char **argv)
 
 	double kib = idle_qp_kib(cq);
 
-	checkf("qp_memory_idle_rc", kib >= 0 && kib <= IDLE_MAX_KIB,
-	       "%.1f KiB per idle RC QP of 64 WRs (at most %d)", kib, IDLE_MAX_KIB);
+	checkf("qp_memory_idle_rc", kib >= 0 && kib <= max_kib,
+	       "%.1f KiB per idle RC QP of 64 WRs (at most %d)", kib, max_kib);
 	printf("# qp_depth: an idle RC QP of 64 WRs holds %.1f KiB\n", kib);
 
 	ibv_dereg_mr(mr);
