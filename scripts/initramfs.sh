@@ -22,7 +22,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-TOOLS="busybox bash timeout env xargs setsid taskset
+TOOLS="busybox bash timeout env xargs setsid taskset stdbuf
 	ibv_devices ibv_devinfo ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong
 	ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat
 	ib_atomic_bw ib_atomic_lat rping mckey rdma ip tc ss iperf3"
@@ -58,7 +58,8 @@ done
 libs_of() { ldd "$@" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3; next} /^\t\// {print $1}'; }
 # libgcc_s is loaded at run time by pthread_exit() (rping's threads), not linked.
 mapfile -t libs < <({ readlink -f /lib/x86_64-linux-gnu/libgcc_s.so.1; libs_of "${bins[@]}" "$PROVIDER" "${EXTRA[@]}"; } | sort -u)
-data=("$PROVIDER" /etc/libibverbs.d/rxe.driver "$MULTIARCH"/tc/*.dist)
+# stdbuf (line-buffered output of tools that a test watches) preloads libstdbuf.so.
+data=("$PROVIDER" /etc/libibverbs.d/rxe.driver "$MULTIARCH"/tc/*.dist /usr/libexec/coreutils/libstdbuf.so)
 mapfile -t -O ${#data[@]} data < <(find /etc/iproute2 -type f)
 MODDIR=
 if [ -e "$BUILD/modules" ]; then

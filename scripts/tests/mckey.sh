@@ -19,10 +19,14 @@ GROUP=239.1.2.3
 # The guests' routes cover their /24 only: multicast goes out of eth0.
 ip route add 224.0.0.0/4 dev eth0
 if [ "$RRXE_NAME" = a ]; then
-	timeout 120 mckey -m "$GROUP" -b "$RRXE_IP" -C 20 -S 100 >/tmp/mckey 2>&1 &
+	# Line-buffered (stdbuf): mckey's stdout is a file, which stdio would flush only at
+	# exit, so the wait below would never see the line and a slow guest's mckey would time
+	# out before guest b even started to send.
+	timeout 120 stdbuf -oL mckey -m "$GROUP" -b "$RRXE_IP" -C 20 -S 100 >/tmp/mckey 2>&1 &
 	pid=$!
-	# Joined once mckey waits for the datagrams.
-	retry 300 0.1 grep -q "receiving data transfers" /tmp/mckey
+	# Joined (and the QP attached to the group) once mckey waits for the datagrams.
+	retry 600 0.1 grep -q "receiving data transfers" /tmp/mckey ||
+		bad "mckey_$tag" "mckey never reported its join"
 	tell_peer 4201 joined || bad "mckey_$tag" "cannot reach guest b"
 	wait $pid
 	rc=$?
@@ -45,7 +49,7 @@ if [ "$RRXE_NAME" = a ]; then
 	ip maddr show dev eth0
 else
 	[ "$(hear 4201 150)" = joined ] || echo "guest a did not join"
-	timeout 60 mckey -m "$GROUP" -b "$RRXE_IP" -s -C 20 -S 100 >/tmp/mckey 2>&1
+	timeout 60 stdbuf -oL mckey -m "$GROUP" -b "$RRXE_IP" -s -C 20 -S 100 >/tmp/mckey 2>&1
 	rc=$?
 	cat /tmp/mckey
 	tell_peer 4202 "$rc $(cat "/sys/class/infiniband/$DEV/ports/1/counters/multicast_xmit_packets")" ||
