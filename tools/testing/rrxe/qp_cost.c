@@ -73,7 +73,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	m0 = mem_free_kib();
+	m0 = mem_free_settled_kib();
 	t0 = now_s();
 	for (i = 0; i < n; i++) {
 		qps[i] = qp_up(pd, cq, &gid, gid_index);

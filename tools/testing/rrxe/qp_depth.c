@@ -142,7 +142,7 @@ static double idle_qp_kib(struct ibv_cq *cq)
 	long m0, m1;
 	int n;
 
-	m0 = mem_free_kib();
+	m0 = mem_free_settled_kib();
 	for (n = 0; n < IDLE_QPS; n++)
 		if (!(qps[n] = loop_qp(cq, 64, 1, 1)))
 			break;

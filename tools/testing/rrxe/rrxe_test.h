@@ -114,6 +114,28 @@ static inline double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * MemFree once it has settled: memory that earlier work freed late (RCU callbacks, deferred
+ * frees, another driver's teardown) still coming back would be counted against what is
+ * measured next. Reads every 0.5 s until two readings 1 s apart differ by less than
+ * 256 KiB, for at most 15 s; -1 if /proc/meminfo cannot be read.
+ */
+static inline long mem_free_settled_kib(void)
+{
+	long prev = mem_free_kib(), cur = prev;
+
+	for (int i = 0; i < 30 && prev >= 0; i++) {
+		usleep(500000);
+		if (i % 2 == 0)
+			continue;
+		cur = mem_free_kib();
+		if (cur < 0 || labs(cur - prev) < 256)
+			return cur;
+		prev = cur;
+	}
+	return cur;
+}
+
 /* Polls @cq for one completion for at most @limit_s seconds: 1 got, 0 none, -1 error. */
 static inline int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, double limit_s)
 {
