@@ -80,6 +80,14 @@ impl<T> Fifo<T> {
         v
     }
 
+    /// Takes the newest value.
+    pub(crate) fn pop_back(&mut self) -> Option<T> {
+        let i = self.at(self.len.checked_sub(1)?);
+        let v = self.ring.get_mut(i)?.take();
+        self.len -= 1;
+        v
+    }
+
     /// Returns the oldest value.
     pub(crate) fn front_mut(&mut self) -> Option<&mut T> {
         if self.len == 0 {
@@ -138,9 +146,19 @@ mod tests {
         }
         assert_eq!(*seen, [2, 3, 40]);
         assert_eq!(f.len(), 3);
+        assert_eq!(f.pop_back(), Some(40));
+        assert_eq!(f.push_back(5), Ok(()));
+        assert_eq!(f.back_mut().copied(), Some(5));
+        assert_eq!(f.pop_front(), Some(2));
+        assert_eq!(f.pop_back(), Some(5));
+        assert_eq!(f.pop_back(), Some(3));
+        assert_eq!(f.pop_back(), None);
+        assert_eq!(f.push_back(6), Ok(()));
+        assert_eq!(f.front_mut().copied(), Some(6));
         f.clear();
         assert!(f.is_empty());
         assert_eq!(f.pop_front(), None);
+        assert_eq!(f.pop_back(), None);
         let mut empty = Fifo::<u32>::new(0)?;
         assert_eq!(empty.push_back(1), Err(1));
         Ok(())

@@ -17,8 +17,10 @@
 //! incomplete READ tells the requester the READ's responses were lost), so while anything
 //! is queued, later acknowledgements and atomic ACKs queue behind it. ACKs are cumulative:
 //! a new one replaces an ACK or NAK waiting at the tail, which bounds the queue by the
-//! READs and atomics outstanding. A duplicate READ (C9-112) for a READ still queued
-//! restarts that one from the duplicate's PSN rather than queuing its responses twice.
+//! READs and atomics outstanding. A duplicate READ (C9-112) at PSN `p` means the requester
+//! went back to `p` (go-back-N) and will ask again for every request after it: whatever is
+//! queued for `p` or later is dropped and the duplicate's responses queued in its place, as
+//! `rdma_rxe` abandons the READ in progress for the duplicate.
 //!
 //! The rkey is resolved over the READ's whole range when the request is accepted (a bad one
 //! is NAKed at once; the first burst uses that resolution) and again for each later burst,
@@ -30,8 +32,8 @@ use crate::fifo::Fifo;
 use crate::mr::Need;
 use crate::net::PortCounter;
 use crate::proto::{
-    psn::Msn,
-    rc::{AtomicReply, ReadReply, Reply},
+    psn::{Msn, Psn},
+    rc::{AtomicReply, PathMtu, ReadReply, Reply},
 };
 use kernel::prelude::*;
 
@@ -82,10 +84,23 @@ pub(super) fn new_queue(max_dest_rd_atomic: u32) -> Result<ReplyQueue> {
     Fifo::new(capacity(max_dest_rd_atomic))
 }
 
-/// Returns the queued READ whose responses carry MSN `rd.msn`, if any.
-fn read_mut<'a>(q: &'a mut ReplyQueue, rd: &ReadReply) -> Option<&'a mut Queued> {
-    q.iter_mut()
-        .find(|q| matches!(q, Queued::Read { rd: old, .. } if old.msn == rd.msn))
+impl Queued {
+    /// Returns the PSN of the last packet this entry sends.
+    fn last_psn(&self, mtu: PathMtu) -> Psn {
+        match self {
+            Queued::Ack(r) => r.psn,
+            Queued::Atomic(r) => r.psn,
+            Queued::Read { rd, .. } => rd.psn.wrapping_add(rd.packets(mtu).saturating_sub(1)),
+        }
+    }
+}
+
+/// Drops every entry of `q` that would send PSN `psn` or a later one. The queue is in PSN
+/// order, so what remains comes before `psn`.
+fn drop_from(q: &mut ReplyQueue, psn: Psn, mtu: PathMtu) {
+    while q.back_mut().is_some_and(|b| b.last_psn(mtu).diff(psn) >= 0) {
+        q.pop_back();
+    }
 }
 
 impl QpShared {
@@ -106,8 +121,11 @@ impl QpShared {
         }
     }
 
-    /// Sends an atomic ACKnowledge, or queues it behind the responses before it.
+    /// Sends an atomic ACKnowledge, or queues it behind the responses before it. A
+    /// duplicate atomic (replayed from its resource) goes ahead of what was queued after
+    /// it, as a duplicate READ does ([`Self::reply_read`]).
     pub(super) fn reply_atomic(&self, e: &mut Engine, r: AtomicReply) {
+        drop_from(&mut e.replies, r.psn, path_mtu(&e.attrs));
         if e.replies.is_empty() {
             self.send_headers(e, &r.spec(e.dest_qpn, PKEY));
             return;
@@ -126,11 +144,16 @@ impl QpShared {
         } else {
             Some(self.resolve(rd.rkey, rd.va, rd.len, Need::RemoteRead)?)
         };
-        if let Some(q) = read_mut(&mut e.replies, &rd) {
-            // A duplicate of a READ still being answered: restart it from the duplicate's
-            // PSN (its responses before that arrived, or the requester would ask earlier).
-            *q = Queued::Read { rd, next: 0 };
-        } else if e.replies.push_back(Queued::Read { rd, next: 0 }).is_err() {
+        // A READ at PSN `p` tells that the requester has every response before `p` and
+        // can take none after it until this READ's: a new READ comes after everything
+        // queued, and a duplicate means it went back to `p`. Responses queued for `p` or
+        // later (this READ's own remainder, later READs', ACKs) would go out ahead of what
+        // it waits for and be discarded, and it asks again for each request after `p`.
+        // Keeping them cost a local ACK timeout whenever a later READ was still queued: its
+        // responses, restarted in place by its own duplicate, left ahead of this one's and
+        // were thrown away, and the requester then waited for them.
+        drop_from(&mut e.replies, rd.psn, path_mtu(&e.attrs));
+        if e.replies.push_back(Queued::Read { rd, next: 0 }).is_err() {
             // More READs than the requester may have outstanding: its retry asks again.
             self.dev.stats.inc(PortCounter::RepliesDropped);
             return Ok(());
