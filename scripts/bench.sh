@@ -11,7 +11,8 @@
 # prints the tables and the targets of issue 13 and writes them, with the date and the
 # command, to Documentation/rrxe-bench.rst, with one SVG plot per swept tool beside it.
 # BENCH_DURATION (default 8) is each perftest run's -D, BENCH_SWEEP_DURATION (default 4)
-# that of each sweep point; BENCH_QUICK=1 is one run of each, -D 3, no sweeps (for
+# that of each sweep point; BENCH_SWEEP_BW and BENCH_SWEEP_LAT replace the sweeps' sizes
+# (e.g. BENCH_PARTS=sweep BENCH_SWEEP_BW="64 262144" BENCH_SWEEP_LAT= for two points); BENCH_QUICK=1 is one run of each, -D 3, no sweeps (for
 # development). A second pair of guests, with 2 vCPUs each, runs part smp (BENCH_SMP=0
 # skips it). Only a full run (BENCH_PARTS unset, not quick) writes Documentation/; the
 # others write their document to build-bench/bench/. Run `make profile` first to have the
@@ -33,8 +34,13 @@ out=$BUILD/bench
 rm -rf "$out"
 mkdir -p "$out"
 # The guests get the settings through their script (the host's environment stays here).
-printf 'BENCH_DRIVERS="%s" BENCH_DURATION=%s BENCH_PARTS="%s" BENCH_SWEEP_DURATION=%s\n. /usr/local/bin/guest.sh\n' \
-	"$BENCH_DRIVERS" "$BENCH_DURATION" "$BENCH_PARTS" "$BENCH_SWEEP_DURATION" >"$out/run.sh"
+{
+	printf 'BENCH_DRIVERS="%s" BENCH_DURATION=%s BENCH_PARTS="%s" BENCH_SWEEP_DURATION=%s\n' \
+		"$BENCH_DRIVERS" "$BENCH_DURATION" "$BENCH_PARTS" "$BENCH_SWEEP_DURATION"
+	[ -z "${BENCH_SWEEP_BW+x}" ] || printf 'BENCH_SWEEP_BW="%s"\n' "$BENCH_SWEEP_BW"
+	[ -z "${BENCH_SWEEP_LAT+x}" ] || printf 'BENCH_SWEEP_LAT="%s"\n' "$BENCH_SWEEP_LAT"
+	echo '. /usr/local/bin/guest.sh'
+} >"$out/run.sh"
 "$REPO/scripts/qemu.sh" --timeout $((BENCH_RUNS * 1200 + 300)) --out "$out" --file "$REPO/scripts/bench/guest.sh" \
 	"$out/run.sh" "$out/run.sh" >"$out.log" 2>&1 ||
 	{ tail -50 "$out.log"; rrxe_die "bench guests failed (see $out)"; }
@@ -60,8 +66,10 @@ if [ "${BENCH_SMP:-1}" = 1 ]; then
 	fi
 fi
 doc=$REPO/Documentation/rrxe-bench.rst
-# Only a full run (every part, not quick) rewrites the document; others write beside the logs.
-[ "${BENCH_QUICK:-0}" = 1 ] || [ "$BENCH_PARTS" != "main scale sweep qp" ] && doc=$out/rrxe-bench.rst
+# Only a full run (every part and size, not quick) rewrites the document; others write beside
+# the logs.
+[ "${BENCH_QUICK:-0}" = 1 ] || [ "$BENCH_PARTS" != "main scale sweep qp" ] ||
+	[ -n "${BENCH_SWEEP_BW+x}${BENCH_SWEEP_LAT+x}" ] && doc=$out/rrxe-bench.rst
 # A `make profile` of this same module (profile.sh keeps its hash) adds its section.
 prof=$BUILD/profile/profile.txt
 ko=$BUILD/modules/kernel/drivers/infiniband/sw/rrxe/rdma_rrxe.ko

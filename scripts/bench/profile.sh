@@ -2,11 +2,11 @@
 #
 # `make profile` guest script (both guests): where the CPU time of a perftest run goes, in
 # each guest, for each driver. For each driver in $PROFILE_DRIVERS (default "rrxe rxe") and
-# each test in $PROFILE_TESTS (default "ib_write_bw ib_read_bw"), at 64 KiB for
-# $PROFILE_DURATION seconds (default 14): guest a runs the server and guest b the client,
-# and 3 s into the run both record `perf record -a -g -e cpu-clock` for 8 s (TCG has no
-# PMU: cpu-clock samples at 4 kHz from an hrtimer); every message is signalled (-Q 1, see
-# run() in guest.sh). Then each guest prints its profile:
+# each test in $PROFILE_TESTS (default "ib_write_bw ib_read_bw"), with $PROFILE_SIZE-byte
+# messages (default 64 KiB) for $PROFILE_DURATION seconds (default 14): guest a runs the
+# server and guest b the client, and 3 s into the run both record `perf record -a -g -e
+# cpu-clock` for 8 s (TCG has no PMU: cpu-clock samples at 4 kHz from an hrtimer); every
+# message is signalled (-Q 1, see run() in guest.sh). Then each guest prints its profile:
 #   PROF <driver> <test> <guest> bw <MB/s>            (guest b: perftest's average)
 #   PROF <driver> <test> <guest> comm <pct> <command>  (share of all samples, idle included)
 #   PROF <driver> <test> <guest> sym <pct> <symbol>    (self time, >= 0.5%)
@@ -17,7 +17,7 @@
 
 DUR=${PROFILE_DURATION:-14}
 PORT=21000
-ARGS="-F -Q 1 -s 65536 -D $DUR"
+ARGS="-F -Q 1 -s ${PROFILE_SIZE:-65536} -D $DUR"
 command -v perf >/dev/null || die "no perf in the guest (EXTRA_FILES=/usr/bin/perf)"
 
 # counts: every port hw_counter of $DEV and every eth0 statistic, "name value" lines.
