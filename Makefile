@@ -9,6 +9,8 @@
 #                  (BENCH_QUICK=1: one quick round, not written; BENCH_PARTS: see bench.sh)
 #   make profile   perf profiles of both guests during 64 KiB ib_write_bw/ib_read_bw, rrxe
 #                  and rdma_rxe, on the bench kernel (PROFILE_*: see scripts/profile.sh)
+#   make bench-read-large  a 1 GiB READ at MTU 256, rrxe and rdma_rxe, with the responder's
+#                  guest pinged and timed (READ_*: see scripts/read-large-bench.sh)
 #   make check     every test: host (cargo), KUnit in a guest, end to end in guests
 #                  (T=GLOB[,GLOB...]: only those groups, see scripts/check.sh)
 #   make check-kasan  the guest groups (T=..., default a robustness subset) on a KASAN kernel
@@ -23,7 +25,7 @@
 SHELL := /bin/bash
 FUZZ_SECONDS ?= 600
 
-.PHONY: all setup kernel initramfs host-test check check-kasan demo bench profile shell fuzz series clean
+.PHONY: all setup kernel initramfs host-test check check-kasan demo bench profile bench-read-large shell fuzz series clean
 
 all: kernel
 
@@ -55,6 +57,9 @@ bench: setup
 
 profile: setup
 	RRXE_VARIANT=bench scripts/profile.sh
+
+bench-read-large: setup
+	RRXE_VARIANT=bench scripts/read-large-bench.sh
 
 shell: initramfs
 	scripts/qemu.sh --interactive --append rrxe.load=rdma_rrxe --out build/shell

@@ -59,7 +59,7 @@
 #define GRH_POISON	0x5A
 #define UD_QKEY		0x11111111
 #define MAX_SGE		4
-#define MAX_SIZE	(16u << 20)
+#define MAX_SIZE	(1u << 30)	/* 1 GiB: make bench-read-large */
 #define WRID(i, k)	(((uint64_t)(i) << 8) | (k))	/* k: 1 send queue, 2 receive queue */
 
 enum { TP_RC, TP_UC, TP_UD };
