@@ -46,12 +46,8 @@ timer_loop() {
 }
 
 for drv in ${READ_DRIVERS:-rrxe rxe}; do
-	case $drv in
-	rrxe) rdma_link rdma_rrxe rrxe rrxe0; DEV=rrxe0; MOD=rdma_rrxe ;;
-	rxe) rdma_link rdma_rxe rxe rxe0; DEV=rxe0; MOD=rdma_rxe ;;
-	*) die "unknown driver $drv" ;;
-	esac
-	GID=$(rrxe_gid_index "$DEV") || die "no RoCE v2 GID on $DEV"
+	rdma_use "$drv"
+	MOD=rdma_$drv
 	PORT=$((PORT + 1))
 	args=(-d "$DEV" -g "$GID" -p "$PORT" -t rc -o read -s "$SIZE" -n 1 -m 256 -T "$TMO" -q)
 	if [ "$RRXE_NAME" = a ]; then
