@@ -135,6 +135,19 @@ rdma_use() {
 	GID=$(rrxe_gid_index "$DEV") || die "no RoCE v2 GID on $DEV"
 }
 
+# dump_counters [WHY]: prints every non-zero port counter of $DEV (hw_counters, rrxe's and
+# rdma_rxe's alike), one `RRXE-COUNTERS <guest> <dev> <name>=<value>` line each: called on
+# every traffic failure, so that a stall or an error explains itself from both sides.
+dump_counters() {
+	local f v d=/sys/class/infiniband/${DEV:-}/ports/1/hw_counters
+	[ -d "$d" ] || return 0
+	echo "RRXE-COUNTERS $RRXE_NAME $DEV (${1:-after a failure})"
+	for f in "$d"/*; do
+		v=$(cat "$f" 2>/dev/null) || continue
+		[ "$v" = 0 ] || echo "RRXE-COUNTERS $RRXE_NAME $DEV ${f##*/}=$v"
+	done
+}
+
 # connect_retry TRIES OUT CMD...: runs a one-shot client (ibv_*_pingpong, rc_rnr) with its
 # output in OUT until it got through to its server (no "Couldn't connect"), at most TRIES
 # times 0.2 s apart. Returns the client's exit status of the last try.
@@ -182,7 +195,8 @@ rc_pingpong() {
 	local name=$1 size=$2 iters=$3 port=${PP_PORT:-18600} tmo=${PP_TIMEOUT:-45} rc crc= cbytes= l
 	shift 3
 	PP_PORT=$((port + 1))
-	local cmd=(ibv_rc_pingpong -d "$DEV" -g "$GID" -m 1024 -c -p "$port" -s "$size" -n "$iters" "$@")
+	# Line-buffered (stdbuf -oL): a tool killed by `timeout` keeps what it printed.
+	local cmd=(stdbuf -oL ibv_rc_pingpong -d "$DEV" -g "$GID" -m 1024 -c -p "$port" -s "$size" -n "$iters" "$@")
 	if [ "$RRXE_NAME" != a ]; then
 		# The server for this run starts once the previous one exited: retry the connect
 		# (the first run also waits for guest a to boot and set up its device).
@@ -190,6 +204,7 @@ rc_pingpong() {
 		connect_retry 150 /tmp/client.out timeout "$tmo" "${cmd[@]}" "$RRXE_PEER"
 		rc=$?
 		sed 's/^/   client: /' /tmp/client.out
+		[ $rc = 0 ] || dump_counters "$name: client exit status $rc"
 		tell_peer $((port + 100)) "$rc" "$(grep -c 'bytes in .* seconds' /tmp/client.out)" ||
 			die "cannot report to guest a"
 		return 0
@@ -220,6 +235,7 @@ rc_pingpong() {
 		echo "RRXE-TEST $name ok"
 	else
 		echo "RRXE-TEST $name FAIL: $1"
+		dump_counters "$name: $1"
 		return 1
 	fi
 }
@@ -238,9 +254,10 @@ pair_run() {
 	shift
 	if [ "$RRXE_NAME" != a ]; then
 		log "client: $* $RRXE_PEER"
-		connect_retry 150 /tmp/client.out timeout "$tmo" "$@" "$RRXE_PEER"
+		connect_retry 150 /tmp/client.out timeout "$tmo" stdbuf -oL "$@" "$RRXE_PEER"
 		rc=$?
 		sed 's/^/   /' /tmp/client.out
+		[ $rc = 0 ] || [ -n "${PAIR_EXPECT_FAIL:-}" ] || dump_counters "$name: client exit status $rc"
 		tell_peer $((port + 100)) "$rc" || die "cannot report to guest a"
 		return 0
 	fi
@@ -251,7 +268,7 @@ pair_run() {
 	hear $((port + 100)) $((2 * tmo + 15)) >/tmp/client.result &
 	l=$!
 	log "server: ${scmd[*]}"
-	timeout "$tmo" "${scmd[@]}" >/tmp/server.out 2>&1
+	timeout "$tmo" stdbuf -oL "${scmd[@]}" >/tmp/server.out 2>&1
 	rc=$?
 	[ $rc = 0 ] || absorb_client "$port" /tmp/server.out
 	sed 's/^/   /' /tmp/server.out
@@ -274,6 +291,7 @@ pair_run() {
 		echo "RRXE-TEST $name ok"
 	else
 		echo "RRXE-TEST $name FAIL: $1"
+		dump_counters "$name: $1"
 		return 1
 	fi
 }

@@ -76,6 +76,31 @@ xfer_pair "xfer_write_imm_${DRV}_65539" 18671 -o write_imm -s 65539 -n 10 -S 3 |
 PAIR_EXPECT_FAIL="data mismatch"
 xfer_pair "xfer_detects_corruption_${DRV}" 18672 -s 4097 -n 5 -x 2 || FAILED=1
 PAIR_EXPECT_FAIL=
+# Lost acknowledgements (issue 37): xfer's -L turns guest b's egress into a black hole
+# (netem loss 100%) while each of guest a's 64 KiB messages 1 to 3 arrives, so every byte of
+# it reaches b and none of b's ACKs reaches a: a's retransmit timer resends the message, b
+# answers the duplicates once the hole is gone, and the next message must still flow, all
+# checked byte for byte. With rdma_rxe on guest a and rrxe ACKing each duplicate with the
+# last executed PSN (rdma_rxe's own rule), rdma_rxe could complete its WQE while still
+# resending it and then never send the next one (2 of 3 runs with one lost ACK stalled so;
+# how often depends on when the ACKs meet the resend: tools/rrxe/tests/rxe_requester.rs
+# plays it deterministically).
+# Guest b: `RRXE-TEST lost_ack_resent_<A>_<B>` if its device counted duplicates in the run
+# (a's resend happened, so the check above saw what it is about).
+printf '#!/bin/sh\ncase "$1" in\non) tc qdisc add dev eth0 root netem loss 100%% ;;\noff) tc qdisc del dev eth0 root ;;\n*) exit 2 ;;\nesac\n' >/tmp/ack-black-hole
+chmod +x /tmp/ack-black-hole
+dups() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/duplicate_request"; }
+d0=$(dups)
+xfer_pair "xfer_lost_ack_${DRV}_65536" 18673 -s 65536 -n 4 -T 40 \
+	-L 1:/tmp/ack-black-hole || FAILED=1
+if [ "$RRXE_NAME" = b ]; then
+	d1=$(dups)
+	if [ "$d1" -gt "$d0" ]; then
+		ok "lost_ack_resent_${DRV}"
+	else
+		bad "lost_ack_resent_${DRV}" "no duplicate counted on $DEV ($d0 before, $d1 after)"
+	fi
+fi
 log "xfer runs took $((SECONDS - t0)) s"
 # Shared receive queues: ibv_srq_pingpong, 8 RC QPs on each side taking their receives from
 # one SRQ (rx depth 64, 40 exchanges per QP, -c: the server checks a byte per page).

@@ -771,11 +771,19 @@ fn duplicates_are_reacked_not_executed() {
     let mut r = responder(10);
     r.on_request(&req(Opcode::RC_SEND_ONLY, 10, 8, true), Some(8));
     r.on_request(&req(Opcode::RC_SEND_ONLY, 11, 8, false), Some(8));
-    for psn in [10, 11, 0x80_000c] {
-        let o = r.on_request(&req(Opcode::RC_SEND_ONLY, psn, 8, false), Some(8));
-        assert!(!o.begin_recv && o.placement.is_none() && o.complete.is_none() && !o.fatal);
-        assert_eq!(o.reply, reply(11, 2, ACK));
+    for psn in [10, 11] {
+        // Re-ACKed with its own PSN, whether or not the duplicate asks (AckReq).
+        for ack_req in [true, false] {
+            let o = r.on_request(&req(Opcode::RC_SEND_ONLY, psn, 8, ack_req), Some(8));
+            assert!(!o.begin_recv && o.placement.is_none() && o.complete.is_none() && !o.fatal);
+            assert!(o.duplicate);
+            assert_eq!(o.reply, reply(psn, 2, ACK));
+        }
     }
+    // Half the PSN space behind is still behind.
+    let o = r.on_request(&req(Opcode::RC_SEND_ONLY, 0x80_000c, 8, false), Some(8));
+    assert!(o.duplicate && o.placement.is_none());
+    assert_eq!(o.reply, reply(0x80_000c, 2, ACK));
 }
 
 #[test]

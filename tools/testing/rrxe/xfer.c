@@ -18,6 +18,13 @@
  * every send is signaled and waited for. A receive is always posted before the peer may
  * send into it (the first one before the QP details go out): UC and UD are deterministic.
  * -x ITER: the sender(s) of iteration ITER flip a byte after filling it (must then fail).
+ * -L ITER:CMD (send and write_imm): the acknowledgements of the server's messages ITER and
+ * later are lost. In each such iteration the client runs `CMD on` once its own message was
+ * acknowledged and `CMD off` once the server's message has arrived, and the server waits 1 s
+ * before it sends that message, so CMD (e.g. a netem qdisc dropping the client's egress) is
+ * in force while the message arrives: all of it reaches the client, none of its ACKs the
+ * server, whose retransmit timer then resends what already arrived (duplicates, answered by
+ * ACKs again once CMD is off).
  *
  * QP details go over TCP as for ibv_rc_pingpong ("LID:QPN:PSN:GID", plus buffer address,
  * rkey, and transport, operation, size and count, which must agree). The connection stays
@@ -30,8 +37,8 @@
  * the peer reported "done 0".
  *
  * Usage: xfer server|client -d DEV -g GIDIDX [-p PORT] [-t rc|uc|ud] [-o send|write_imm|read]
- *             [-s SIZE] [-n ITERS] [-m MTU] [-S NSGE] [-e] [-x ITER] [-T SECS] [-q]
- *             [SERVER_ADDRESS (client)]
+ *             [-s SIZE] [-n ITERS] [-m MTU] [-S NSGE] [-e] [-x ITER] [-L ITER:CMD]
+ *             [-T SECS] [-q] [SERVER_ADDRESS (client)]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -89,7 +96,8 @@ struct area {
 static struct {
 	const char *who;
 	int is_server, tp, op, events, quiet, xset, sock, talking, peer_done, told;
-	unsigned int size, iters, xiter, tmo, done_iters, peer_iters;
+	unsigned int size, iters, xiter, tmo, done_iters, peer_iters, liter;
+	const char *lcmd;
 	struct ibv_context *dev;
 	struct ibv_comp_channel *ch;
 	struct ibv_pd *pd;
@@ -542,12 +550,52 @@ static int do_read(unsigned int iter)
 	return 0;
 }
 
+/* -L: runs `<CMD> <arg>` for iteration @iter; 0 if it exited 0. */
+static int lose_hook(unsigned int iter, const char *arg)
+{
+	char cmd[512];
+	int ret;
+
+	snprintf(cmd, sizeof(cmd), "%s %s", g.lcmd, arg);
+	printf("%s: iteration %u: %s\n", g.who, iter, cmd);
+	fflush(stdout);
+	ret = system(cmd);
+	return ret ? fail("iteration %u: '%s' exited with status %d", iter, cmd, ret) : 0;
+}
+
+/* One iteration of send or write_imm, with -L's hook and pause from iteration ITER on. */
+static int exchange(unsigned int i)
+{
+	int lose = g.lcmd && i >= g.liter;
+
+	if (g.is_server) {
+		if (recv_check(i))
+			return -1;
+		if (lose)
+			usleep(1000000);
+		return xmit(i);
+	}
+	if (xmit(i) || (lose && lose_hook(i, "on")))
+		return -1;
+	if (recv_check(i)) {
+		if (lose)
+			lose_hook(i, "off");
+		return -1;
+	}
+	return lose ? lose_hook(i, "off") : 0;
+}
+
 /* --- setup and teardown ---------------------------------------------------------------- */
 
 static int setup_verbs(const char *devname, int gid_index)
 {
+	/*
+	 * One send at a time (each is waited for), in a send queue of one WQE as
+	 * ibv_rc_pingpong's: rdma_rxe's ring of two slots is where its early completion of a
+	 * WQE it still resends left its requester with nothing to send (issue 37).
+	 */
 	struct ibv_qp_init_attr ia = { .qp_type = qp_type[g.tp],
-		.cap = { .max_send_wr = 2, .max_recv_wr = 2 } };
+		.cap = { .max_send_wr = 1, .max_recv_wr = 2 } };
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY,
 		.qp_access_flags = g.op == OP_READ ? IBV_ACCESS_REMOTE_READ :
 				   g.op == OP_WRITE_IMM ? IBV_ACCESS_REMOTE_WRITE : 0 };
@@ -703,7 +751,7 @@ static void usage(const char *argv0)
 	fprintf(stderr,
 		"usage: %s server|client -d DEV -g GIDIDX [-p PORT] [-t rc|uc|ud]\n"
 		"          [-o send|write_imm|read] [-s SIZE] [-n ITERS] [-m MTU] [-S NSGE] [-e]\n"
-		"          [-x ITER] [-T SECS] [-q] [SERVER_ADDRESS (client)]\n", argv0);
+		"          [-x ITER] [-L ITER:CMD] [-T SECS] [-q] [SERVER_ADDRESS (client)]\n", argv0);
 	exit(2);
 }
 
@@ -750,7 +798,7 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 	g.who = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "d:g:p:t:o:s:n:m:S:ex:T:q")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:t:o:s:n:m:S:ex:L:T:q")) != -1) {
 		switch (opt) {
 		case 'd': devname = optarg; break;
 		case 'g': gid_index = num(optarg, 0, 255, argv[0]); break;
@@ -763,6 +811,16 @@ int main(int argc, char **argv)
 		case 'S': nsge = num(optarg, 1, MAX_SGE, argv[0]); break;
 		case 'e': g.events = 1; break;
 		case 'x': g.xiter = num(optarg, 0, 100000000, argv[0]); g.xset = 1; break;
+		case 'L': {
+			char *colon = strchr(optarg, ':');
+
+			if (!colon || !colon[1])
+				usage(argv[0]);
+			*colon = 0;
+			g.liter = num(optarg, 0, 100000000, argv[0]);
+			g.lcmd = colon + 1;
+			break;
+		}
 		case 'T': g.tmo = num(optarg, 1, 3600, argv[0]); break;
 		case 'q': g.quiet = 1; break;
 		default: usage(argv[0]);
@@ -779,9 +837,10 @@ int main(int argc, char **argv)
 		;
 	if (!devname || gid_index > 255 || (128u << mtu) != mtu_bytes ||
 	    (g.op == OP_WRITE_IMM && g.tp == TP_UD) || (g.op == OP_READ && g.tp != TP_RC) ||
-	    (g.tp == TP_UD && g.size > mtu_bytes) || nsge > g.size || (g.xset && g.xiter >= g.iters)) {
+	    (g.tp == TP_UD && g.size > mtu_bytes) || nsge > g.size || (g.xset && g.xiter >= g.iters) ||
+	    (g.lcmd && (g.liter >= g.iters || g.op == OP_READ))) {
 		fprintf(stderr, "need -d and -g; MTU a power of 2; write_imm: rc or uc; read: rc;\n"
-			"ud: SIZE <= MTU; NSGE <= SIZE; -x ITER < ITERS\n");
+			"ud: SIZE <= MTU; NSGE <= SIZE; -x ITER < ITERS; -L ITER < ITERS, not read\n");
 		usage(argv[0]);
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -841,10 +900,8 @@ int main(int argc, char **argv)
 
 		if (g.op == OP_READ)
 			ret = g.is_server ? serve_read(i) : do_read(i);
-		else if (g.is_server)
-			ret = recv_check(i) || xmit(i);
 		else
-			ret = xmit(i) || recv_check(i);
+			ret = exchange(i);
 		if (ret)
 			goto out;
 		g.done_iters = i + 1;

@@ -10,12 +10,13 @@
 //! whether the QP must enter ERR. The checks run in the IBA order (9.7.4.1, rxe
 //! `rxe_receiver()`):
 //!
-//! 1. PSN: a duplicate SEND or WRITE packet is not executed again but re-ACKed with the
-//!    PSN of the last executed request (C9-105); a duplicate READ is executed again from its
-//!    PSN (C9-112) and a duplicate atomic answered from its saved result (C9-114), both from
-//!    the responder resources; a PSN ahead of the expected one draws one NAK PSN sequence
-//!    error carrying the expected PSN, and nothing more until the expected PSN arrives
-//!    (C9-110..112).
+//! 1. PSN: a duplicate SEND or WRITE packet is not executed again but re-ACKed with its
+//!    own PSN (C9-105; see `on_duplicate` for why not the last executed PSN, as rdma_rxe
+//!    does); a duplicate READ is executed again
+//!    from its PSN (C9-112) and a duplicate atomic answered from its saved result (C9-114),
+//!    both from the responder resources; a PSN ahead of the expected one draws one NAK PSN
+//!    sequence error carrying the expected PSN, and nothing more until the expected PSN
+//!    arrives (C9-110..112).
 //! 2. Opcode sequence: a MIDDLE or LAST without a FIRST, or a new message inside an
 //!    unfinished one, is NAK invalid request (class C: the QP enters ERR).
 //! 3. Opcode validity: RDMA WRITE and ATOMIC WRITE only with remote write access, RDMA READ
@@ -316,9 +317,19 @@ impl<R: ResourceTable> Responder<R> {
     /// Answers a duplicate request (PSN before the expected one).
     fn on_duplicate(&self, req: &Request, op: Op) -> RespOutcome {
         match op {
-            // C9-105: re-ACK a duplicate SEND/WRITE with the last executed PSN.
+            // C9-105: a duplicate SEND/WRITE is not executed again but acknowledged, with
+            // its own PSN (everything up to the last executed PSN has been, so any PSN in
+            // between is a true cumulative ACK). Not with the last executed PSN, as
+            // rdma_rxe's responder does: its completer takes an ACK for a WQE's last PSN
+            // that arrives while its requester is still resending the WQE's earlier
+            // packets by moving its completion PSN past the WQE, and then either
+            // completes the WQE under the requester at the next such ACK (which then
+            // never sends the next WQE: the 64 KiB ibv_rc_pingpong stall with rdma_rxe as
+            // the requester, after the ACK of a message's last packet was lost) or, if
+            // that ACK is lost too, never retries the WQE. With its own PSN, the ACK for a
+            // WQE's last PSN answers only its last packet, once it is out.
             Op::Send | Op::Write => RespOutcome {
-                reply: Some(self.reply(self.epsn.wrapping_add(0xff_ffff), ack())),
+                reply: Some(self.reply(req.psn, ack())),
                 ..RespOutcome::default()
             },
             // READs and atomics are replayed from the responder resources.
