@@ -87,18 +87,24 @@ PAIR_EXPECT_FAIL=
 # plays it deterministically).
 # Guest b: `RRXE-TEST lost_ack_resent_<A>_<B>` if its device counted duplicates in the run
 # (a's resend happened, so the check above saw what it is about).
-printf '#!/bin/sh\ncase "$1" in\non) tc qdisc add dev eth0 root netem loss 100%% ;;\noff) tc qdisc del dev eth0 root ;;\n*) exit 2 ;;\nesac\n' >/tmp/ack-black-hole
-chmod +x /tmp/ack-black-hole
-dups() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/duplicate_request"; }
-d0=$(dups)
-xfer_pair "xfer_lost_ack_${DRV}_65536" 18673 -s 65536 -n 4 -T 40 \
-	-L 1:/tmp/ack-black-hole || FAILED=1
-if [ "$RRXE_NAME" = b ]; then
-	d1=$(dups)
-	if [ "$d1" -gt "$d0" ]; then
-		ok "lost_ack_resent_${DRV}"
-	else
-		bad "lost_ack_resent_${DRV}" "no duplicate counted on $DEV ($d0 before, $d1 after)"
+# Only with rdma_rxe as the requester (guest a): the black hole lasts until the message has
+# arrived, which needs a requester that sends all of it without an ACK; rrxe's congestion
+# window, shrunk by the first lost ACKs, rightly waits for ACKs first (a requester test of its
+# own would need the hole lifted by time, not by arrival).
+if [ "$PP_A" = rxe ]; then
+	printf '#!/bin/sh\ncase "$1" in\non) tc qdisc add dev eth0 root netem loss 100%% ;;\noff) tc qdisc del dev eth0 root ;;\n*) exit 2 ;;\nesac\n' >/tmp/ack-black-hole
+	chmod +x /tmp/ack-black-hole
+	dups() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/duplicate_request"; }
+	d0=$(dups)
+	xfer_pair "xfer_lost_ack_${DRV}_65536" 18673 -s 65536 -n 4 -T 40 \
+		-L 1:/tmp/ack-black-hole || FAILED=1
+	if [ "$RRXE_NAME" = b ]; then
+		d1=$(dups)
+		if [ "$d1" -gt "$d0" ]; then
+			ok "lost_ack_resent_${DRV}"
+		else
+			bad "lost_ack_resent_${DRV}" "no duplicate counted on $DEV ($d0 before, $d1 after)"
+		fi
 	fi
 fi
 log "xfer runs took $((SECONDS - t0)) s"

@@ -164,6 +164,19 @@ fn pass(s: &mut RxeSender, r: &mut Responder, from: u32, lose: &[u32]) {
     }
 }
 
+/// rdma_rxe's retransmit timer fires: its resend must go out and the WQE complete only once
+/// its last packet is out (`what` names the case).
+fn timer_resend_completes(s: &mut RxeSender, r: &mut Responder, what: &str) {
+    let from = s.retry_from().expect("the timer resends");
+    pass(s, r, from, &[]);
+    assert!(
+        s.completed && !s.completed_under_requester,
+        "{what}: completed {}, under the requester {}",
+        s.completed,
+        s.completed_under_requester
+    );
+}
+
 /// The stall of issue 37: the ACK of the last packet is lost, rdma_rxe's retransmit timer
 /// resends the whole message, which rrxe already has.
 #[test]
@@ -178,14 +191,7 @@ fn lost_last_ack_then_full_resend_completes_once_the_resend_is_out() {
             "{npkts} packets: the ACK that completes was lost"
         );
         assert_eq!(r.expected_psn(), Psn::new(1000 + npkts));
-        let from = s.retry_from().expect("the timer resends");
-        pass(&mut s, &mut r, from, &[]);
-        assert!(
-            s.completed && !s.completed_under_requester,
-            "{npkts} packets: completed {}, under the requester {}",
-            s.completed,
-            s.completed_under_requester
-        );
+        timer_resend_completes(&mut s, &mut r, &format!("{npkts} packets"));
     }
 }
 
@@ -212,14 +218,7 @@ fn lost_last_ack_then_resend_from_the_middle_completes_once_the_resend_is_out() 
         let last = s.last;
         pass(&mut s, &mut r, mid, &[last]);
         assert!(!s.completed);
-        let from = s.retry_from().expect("the timer resends");
-        pass(&mut s, &mut r, from, &[]);
-        assert!(
-            s.completed && !s.completed_under_requester,
-            "{npkts} packets, lost {mid}: completed {}, under the requester {}",
-            s.completed,
-            s.completed_under_requester
-        );
+        timer_resend_completes(&mut s, &mut r, &format!("{npkts} packets, lost {mid}"));
     }
 }
 
@@ -235,14 +234,7 @@ fn lost_last_ack_twice_is_still_retried() {
         s.noack_pkts = 40;
         pass(&mut s, &mut r, 0, &[npkts - 1]);
         assert!(!s.completed, "{npkts} packets");
-        let from = s.retry_from().expect("the timer resends");
-        pass(&mut s, &mut r, from, &[]);
-        assert!(
-            s.completed && !s.completed_under_requester,
-            "{npkts} packets: completed {}, under the requester {}",
-            s.completed,
-            s.completed_under_requester
-        );
+        timer_resend_completes(&mut s, &mut r, &format!("{npkts} packets"));
     }
 }
 
