@@ -697,16 +697,7 @@ fn local_ack_timeout() {
 // Responder
 
 fn responder(psn: u32) -> Responder {
-    Responder::new(ResponderConfig {
-        rq_psn: Psn::new(psn),
-        mtu: MTU,
-        min_rnr_timer: RnrTimer::new(12).unwrap(),
-        remote_write: true,
-        remote_read: true,
-        remote_atomic: true,
-        max_dest_rd_atomic: 4,
-        flush_types: 0,
-    })
+    common::responder::responder(psn, MTU)
 }
 
 fn req(opcode: Opcode, psn: u32, len: u32, ack_req: bool) -> Request {

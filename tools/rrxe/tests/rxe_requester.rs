@@ -25,10 +25,12 @@
 //! The model interleaves as tightly as rdma_rxe's send task can: each reply reaches the
 //! completer before the next packet goes out.
 
-use rrxe_proto::aeth::{RnrTimer, Syndrome};
+mod common;
+
+use rrxe_proto::aeth::Syndrome;
 use rrxe_proto::opcode::Opcode;
 use rrxe_proto::psn::Psn;
-use rrxe_proto::rc::{PathMtu, Request, Responder, ResponderConfig};
+use rrxe_proto::rc::{PathMtu, Request, Responder};
 
 const MTU: u32 = 1024;
 /// rdma_rxe's `RXE_MAX_PKT_PER_ACK`.
@@ -134,16 +136,7 @@ impl RxeSender {
 }
 
 fn responder(psn: u32) -> Responder {
-    Responder::new(ResponderConfig {
-        rq_psn: Psn::new(psn),
-        mtu: PathMtu::MTU_1024,
-        min_rnr_timer: RnrTimer::new(12).unwrap(),
-        remote_write: true,
-        remote_read: true,
-        remote_atomic: true,
-        max_dest_rd_atomic: 4,
-        flush_types: 0,
-    })
+    common::responder::responder(psn, PathMtu::MTU_1024)
 }
 
 /// Sends packets `from..=last` to `r`; each reply the completer gets at once, except the

@@ -15,6 +15,7 @@ use rrxe_proto::icrc::{self, IpHdr};
 use rrxe_proto::opcode::{OpInfo, Payload};
 use rrxe_proto::packet::{self, PacketSpec};
 
+pub mod responder;
 pub mod sender;
 
 /// Directory holding the fixture frames and captures.
