@@ -19,15 +19,23 @@
 #   make setup     install the toolchain, Linux source and tools (idempotent)
 #   make fuzz      run the wire parser fuzzer (FUZZ_SECONDS, default 600)
 #   make series    write the kernel patch series for your own 7.3 tree into build/series/
+#                  (git format-patch; checkpatch --strict report; RRXE_SIGNOFF="Name <mail>")
+#   make series-check  the series applied with git am to a pristine 7.3.4 tree, built
+#                  (CLIPPY=1, make rustdoc) and the demo booted on it (a second kernel build)
+#   make help      this text
 #
 # Build state is cached under $(RRXE_CACHE) (default ~/.cache/rrxe); build/ holds links.
 
 SHELL := /bin/bash
 FUZZ_SECONDS ?= 600
 
-.PHONY: all setup kernel initramfs host-test check check-kasan demo bench profile bench-read-large shell fuzz series clean
+.PHONY: help all setup kernel initramfs host-test check check-kasan demo bench profile bench-read-large shell fuzz series series-check clean
 
 all: kernel
+
+# The entry points: the comment at the top of this file.
+help:
+	@sed -n '3,/^$$/p' Makefile | sed -e 's/^# \{0,1\}//' -e '/^$$/d'
 
 setup:
 	scripts/setup.sh
@@ -69,6 +77,10 @@ fuzz:
 
 series:
 	scripts/series.sh build/series
+
+# The series applied with git am to a pristine 7.3.4 tree, built, documented, demo booted.
+series-check: setup
+	scripts/series-check.sh
 
 clean:
 	rm -rf build build-kasan build-bench tools/rrxe/target

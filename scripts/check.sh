@@ -3,7 +3,8 @@
 #
 # Runs every rrxe test and ends with one line `N passed, N failed[, N skipped]`.
 #
-#  1. static: rustfmt, no `unsafe` in the driver, SAFETY comments in kernel::rdma;
+#  1. static: rustfmt, no `unsafe` in the driver, SAFETY comments in kernel::rdma, and
+#     (after the kernel build) the compile-fail tests of kernel::rdma (scripts/compile-fail/);
 #  2. host: `cargo test --no-fail-fast` of the wire core (tools/rrxe), plus a short fuzz run;
 #  3. kernel build (CLIPPY=1): the driver is recompiled every time, and the kernel crate's
 #     warnings are those of its last compilation (kept by scripts/kernel.sh);
@@ -30,7 +31,6 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 OUTDIR=$BUILD/check
 EXPECTED=$REPO/scripts/tests/expected.txt
-rm -rf "$OUTDIR" && mkdir -p "$OUTDIR"
 PASSED=0 FAILED=0 SKIPPED=0 CORE=0 FAILS=() BOOTLOGS=() RERUNS=()
 pass() { PASSED=$((PASSED + ${2:-1})); echo "PASS: $1"; }
 fail() { FAILED=$((FAILED + ${2:-1})); FAILS+=("$1"); echo "FAIL: $1"; }
@@ -46,6 +46,26 @@ want() {
 	done
 	return 1
 }
+
+# Every group there is: the stages above and below, and the guest groups declared in
+# expected.txt. A T= pattern that names none of them is a typo: stop before building.
+mapfile -t ALL_GROUPS < <({ printf '%s\n' static host capture; grep -v '^#' "$EXPECTED" | awk 'NF {print $1}'; } | awk '!seen[$0]++')
+if [ -n "${T:-}" ]; then
+	for pat in ${T//,/ }; do
+		hit=
+		for grp in "${ALL_GROUPS[@]}"; do
+			# shellcheck disable=SC2053
+			[[ $grp == $pat ]] && { hit=1; break; }
+		done
+		[ -n "$hit" ] || { echo "T=$T: '$pat' matches no group; groups: ${ALL_GROUPS[*]}"; exit 2; }
+	done
+fi
+rm -rf "$OUTDIR" && mkdir -p "$OUTDIR"
+# Progress: the guest groups selected, numbered as they run.
+GUEST_TOTAL=0 GUEST_DONE=0
+for grp in "${ALL_GROUPS[@]}"; do
+	case $grp in static | host) ;; *) want "$grp" && GUEST_TOTAL=$((GUEST_TOTAL + 1)) ;; esac
+done
 
 # --- 1. static checks --------------------------------------------------------------------
 if want static; then
@@ -124,6 +144,21 @@ else
 	echo "$PASSED passed, $FAILED failed"; exit 1
 fi
 "$REPO/scripts/initramfs.sh" >"$OUTDIR/initramfs.log" 2>&1 || { cat "$OUTDIR/initramfs.log"; fail initramfs; }
+# Compile-fail tests of kernel::rdma (part of the static group; they need the kernel crate
+# just built): each snippet must fail to build for the reason it names, and build without it.
+if want static; then
+	"$REPO/scripts/compile-fail.sh" >"$OUTDIR/compile-fail.log" 2>&1
+	cfrc=$?
+	while read -r verdict rest; do
+		case $verdict in
+		PASS:) pass "$rest" ;;
+		FAIL:) fail "$rest" ;;
+		esac
+	done < <(grep -E '^(PASS|FAIL): ' "$OUTDIR/compile-fail.log")
+	if [ $cfrc != 0 ] && ! grep -q '^FAIL: ' "$OUTDIR/compile-fail.log"; then
+		tail -20 "$OUTDIR/compile-fail.log"; fail "compile_fail: scripts/compile-fail.sh exit $cfrc"
+	fi
+fi
 if want pyverbs; then
 	"$REPO/scripts/pyverbs-cpio.sh" >>"$OUTDIR/initramfs.log" 2>&1 || { cat "$OUTDIR/initramfs.log"; fail pyverbs_archive; }
 fi
@@ -191,6 +226,8 @@ guest_test() {
 	local name=$1 timeout=$(( $2 * ${CHECK_TIMEOUT_SCALE:-1} )) out=$OUTDIR/$1 rc g t res rest log end why
 	shift 2
 	want "$name" || return 0
+	GUEST_DONE=$((GUEST_DONE + 1))
+	echo "[$GUEST_DONE/$GUEST_TOTAL] $name (timeout ${timeout}s, log $out.log, $(( $(date +%s) - t0 ))s into the run)"
 	run_guests "$out" "$timeout" "$@"
 	rc=$?
 	cat "$out.log"

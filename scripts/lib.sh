@@ -4,7 +4,9 @@
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${RRXE_CACHE:-$HOME/.cache/rrxe}
 LINUX_VER=7.3.4
-KSRC=$CACHE/linux-$LINUX_VER          # extracted source + rrxe overlay
+# extracted source + rrxe overlay (RRXE_KSRC: another tree, e.g. make series-check's
+# pristine tree with the series applied, which kernel.sh then leaves as it is)
+KSRC=${RRXE_KSRC:-$CACHE/linux-$LINUX_VER}
 # RRXE_VARIANT=kasan (make check-kasan): a second kernel configuration, built beside the
 # first (its own build output and build/ links), scripts/config/<variant>.config on top.
 VARIANT=${RRXE_VARIANT:-}

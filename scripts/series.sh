@@ -2,51 +2,167 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Writes the rrxe kernel patch series for a Linux 7.3 tree into DIR (default build/series),
-# three bisectable patches:
-#   1. rust: bindings: the RDMA, networking and crc32 headers      (patches/0001)
-#   2. rust: rdma: kernel::rdma with its helpers and Kconfig       (patches/0002-0004 + rust/)
-#   3. RDMA/rrxe: the driver                                        (patches/0005 + drivers/)
-# Apply with `git am DIR/*.patch` (or `patch -p1`), then enable CONFIG_RUST_RDMA_ABSTRACTIONS
-# and CONFIG_RDMA_RRXE (see scripts/config/rrxe.config).
+# as `git format-patch` output, one logical change per patch:
+#   1. rust: bindings: the RDMA, networking and crc32 headers       (patches/0001)
+#   2. rust: rdma: kernel::rdma with its helpers and Kconfig        (patches/0002-0004 + rust/)
+#   3. RDMA/rrxe: the driver, its Kconfig and Makefile              (patches/0005 + drivers/)
+#   4. Documentation: infiniband: the rrxe design page              (Documentation/rrxe.rst)
+#   5. MAINTAINERS: the rrxe and kernel::rdma entry
+# The commits are made in a scratch git repository whose base holds the pristine 7.3.4
+# copies of every file the series modifies, so the `index` lines name the real blobs and
+# `git am` (3-way included) applies the series to a 7.3.4 tree.
+#
+# Author and Signed-off-by: RRXE_SIGNOFF="Name <email>" (default: your git identity; a
+# placeholder if there is none, which you must replace before sending: the Developer's
+# Certificate of Origin is yours to give).
+#
+# Then: checkpatch.pl --strict on each patch (report in DIR/checkpatch.txt), and
+# `git apply --check` of the whole series onto the pristine files (exit status 1 if it does
+# not apply). Apply with `git am DIR/*.patch`, then enable CONFIG_RUST_RDMA_ABSTRACTIONS and
+# CONFIG_RDMA_RRXE (see scripts/config/rrxe.config).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-DIR=${1:-$BUILD/series}
+DIR=$(realpath -m "${1:-$BUILD/series}")
+ORIG=$CACHE/orig-$LINUX_VER
+[ -f "$KSRC/.rrxe-extracted" ] || rrxe_die "no kernel tree at $KSRC: run scripts/setup.sh (make setup)"
 rm -rf "$DIR" && mkdir -p "$DIR"
 
-# patch OUT SUBJECT BODY PATCHES -- NEWPATHS...: one patch of the diffs of PATCHES plus the
-# files under NEWPATHS as new files.
-patch_file() {
-	local out=$DIR/$1 subj=$2 body=$3 p f
-	shift 3
-	(
-		printf 'From: rrxe developers <rrxe@localhost>\nSubject: [PATCH] %s\n\n%s\n---\n' "$subj" "$body"
-		while [ $# -gt 0 ] && [ "$1" != -- ]; do
-			sed '1,/^---$/d' "$REPO/patches/$1"
-			shift
-		done
-		[ $# -gt 0 ] && shift
-		[ $# -gt 0 ] || return 0
-		for f in $(cd "$REPO" && git ls-files "$@"); do
-			diff -uN --label /dev/null --label "b/$f" /dev/null "$REPO/$f" || true
-		done
-	) >"$out"
+signoff=${RRXE_SIGNOFF:-}
+if [ -z "$signoff" ]; then
+	n=$(git config user.name 2>/dev/null || true) e=$(git config user.email 2>/dev/null || true)
+	if [ -n "$n" ] && [ -n "$e" ]; then signoff="$n <$e>"; fi
+fi
+[ -n "$signoff" ] || { signoff="Your Name <you@example.org>"; rrxe_log "no identity: Signed-off-by is a placeholder (set RRXE_SIGNOFF)"; }
+name=${signoff% <*} email=${signoff##*<} email=${email%>}
+
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+export GIT_AUTHOR_NAME=$name GIT_AUTHOR_EMAIL=$email GIT_COMMITTER_NAME=$name GIT_COMMITTER_EMAIL=$email
+export GIT_AUTHOR_DATE='2026-01-01T00:00:00Z' GIT_COMMITTER_DATE='2026-01-01T00:00:00Z'
+g() { git -C "$W" -c core.autocrlf=false -c commit.gpgsign=false "$@"; }
+
+# The base: pristine copies of the files the series modifies.
+pristine() {
+	local f=$1
+	if [ -f "$ORIG/$f" ]; then cat "$ORIG/$f"
+	else
+		# Not patched by the overlay, so the cached tree holds the pristine file.
+		cat "$KSRC/$f"
+	fi
 }
-cd "$REPO/patches"
-patch_file 0001-rust-bindings-add-RDMA-networking-and-crc32-headers.patch \
-	"rust: bindings: add RDMA, UDP tunnel, routing and crc32 headers" \
-	"Expose ib_core, uverbs, ib_umem, rdma netlink, UDP tunnel, routing and crc32
-declarations to the kernel crate, with CFI encodings for the enums in
-ib_device_ops signatures." \
-	0001-*.patch --
-patch_file 0002-rust-rdma-add-the-kernel-rdma-abstractions.patch \
-	"rust: rdma: add the kernel::rdma abstractions" \
-	"Safe abstractions for Rust RDMA drivers: devices and their operations,
-link types, netdevices and their events, user contexts. The kernel crate
-is built in, so they need INFINIBAND=y and INFINIBAND_USER_ACCESS=y." \
-	0002-*.patch 0003-*.patch 0004-*.patch -- rust/kernel/rdma rust/helpers/rdma.c
-patch_file 0003-RDMA-rrxe-add-a-soft-RoCE-driver-in-Rust.patch \
-	"RDMA/rrxe: add a soft-RoCE driver in Rust" \
-	"RoCEv2 over any Ethernet netdevice, compatible with rdma_rxe's user ABI
-(rdma-core's rxe provider drives it) and wire protocol." \
-	0005-*.patch -- drivers/infiniband/sw/rrxe
-rrxe_log "wrote $(ls "$DIR" | wc -l) patches to $DIR"
+g init -q
+mapfile -t MODIFIED < <({ sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$REPO"/patches/*.patch
+	echo MAINTAINERS; echo Documentation/infiniband/index.rst; } | sort -u)
+for f in "${MODIFIED[@]}"; do
+	mkdir -p "$W/$(dirname "$f")"
+	pristine "$f" >"$W/$f"
+done
+g add -A && g commit -q -m "base: Linux $LINUX_VER (the files this series modifies)"
+BASE=$(g rev-parse HEAD)
+
+# commit SUBJECT BODY PATCHES -- NEWPATHS...: applies PATCHES (from patches/) and copies the
+# tracked files under NEWPATHS, then commits with a Signed-off-by.
+commit() {
+	local subj=$1 body=$2 f
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		patch -s -p1 -d "$W" --no-backup-if-mismatch <"$REPO/patches/$1" || rrxe_die "patches/$1 does not apply"
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	if [ $# -gt 0 ]; then
+		for f in $(cd "$REPO" && git ls-files "$@"); do
+			mkdir -p "$W/$(dirname "$f")"
+			cp "$REPO/$f" "$W/$f"
+		done
+	fi
+	g add -A
+	g commit -q -s -F - <<-EOF
+	$subj
+
+	$body
+	EOF
+}
+pf() { (cd "$REPO/patches" && ls $1); }
+
+commit "rust: bindings: add RDMA, UDP tunnel, routing and crc32 headers" \
+"Expose ib_core, uverbs, ib_umem, rdma netlink, UDP tunnel, IPv4/IPv6
+routing, vmalloc and crc32 declarations to the kernel crate, and give the
+enums that appear in ib_device_ops signatures a CFI encoding so that
+indirect calls from ib_core into Rust callbacks pass kCFI." \
+	$(pf '0001-*.patch') --
+
+commit "rust: rdma: add the kernel::rdma abstractions" \
+"Safe abstractions for Rust RDMA drivers: devices and their operations,
+the objects ib_core allocates (PDs, CQs, QPs, SRQs, MRs, MWs, AHs) with
+the driver's data embedded, work requests and completions, memory
+registration (umem, scatterlists, fast registration), memory shared with
+userspace through mmap, link types, and netdevices and their events.
+
+The kernel crate is built in, so they need INFINIBAND=y and
+INFINIBAND_USER_ACCESS=y (RUST_RDMA_ABSTRACTIONS)." \
+	$(pf '0002-*.patch') $(pf '0003-*.patch') $(pf '0004-*.patch') -- rust/kernel/rdma rust/helpers/rdma.c
+
+commit "RDMA/rrxe: add a soft-RoCE driver in Rust" \
+"RoCEv2 over any Ethernet netdevice, created with
+'rdma link add NAME type rrxe netdev DEV'. It implements rdma_rxe's user
+ABI (rdma-core's rxe provider drives it unmodified) and interoperates
+with rdma_rxe on the wire: RC, UC and UD, SRQs, memory windows, atomics,
+fast registration and multicast." \
+	$(pf '0005-*.patch') -- drivers/infiniband/sw/rrxe
+
+# Documentation: the design page, in the infiniband book.
+mkdir -p "$W/Documentation/infiniband"
+cp "$REPO/Documentation/rrxe.rst" "$W/Documentation/infiniband/rrxe.rst"
+awk '{ print } /^   ipoib$/ { print "   rrxe" }' "$W/Documentation/infiniband/index.rst" >"$W/idx" &&
+	mv "$W/idx" "$W/Documentation/infiniband/index.rst"
+grep -qx '   rrxe' "$W/Documentation/infiniband/index.rst" || rrxe_die "index.rst: no place for rrxe"
+commit "Documentation: infiniband: add the rrxe design page" \
+"The data path, object lifetimes and locking of rrxe, and what each file
+is for." --
+
+# MAINTAINERS, after the rxe entry.
+awk -v who="$name <$email>" '
+	{ print }
+	/^SOFT-ROCE DRIVER \(rxe\)$/ { inrxe = 1; next }
+	inrxe && /^$/ {
+		print "SOFT-ROCE DRIVER IN RUST (rrxe)"
+		print "M:\t" who
+		print "L:\tlinux-rdma@vger.kernel.org"
+		print "L:\trust-for-linux@vger.kernel.org"
+		print "S:\tMaintained"
+		print "F:\tDocumentation/infiniband/rrxe.rst"
+		print "F:\tdrivers/infiniband/sw/rrxe/"
+		print "F:\trust/helpers/rdma.c"
+		print "F:\trust/kernel/rdma/"
+		print ""
+		inrxe = 0
+	}' "$W/MAINTAINERS" >"$W/M" && mv "$W/M" "$W/MAINTAINERS"
+grep -q '^SOFT-ROCE DRIVER IN RUST (rrxe)$' "$W/MAINTAINERS" || rrxe_die "MAINTAINERS: no rxe entry"
+commit "MAINTAINERS: add an entry for rrxe and kernel::rdma" \
+"Add the soft-RoCE driver in Rust and the Rust RDMA abstractions it is
+built on." --
+
+g format-patch -q --no-signature -o "$DIR" "$BASE..HEAD"
+rrxe_log "wrote $(ls "$DIR"/*.patch | wc -l) patches to $DIR (author and Signed-off-by: $name <$email>)"
+
+# checkpatch --strict, against the cached tree (file paths, MAINTAINERS).
+if perl "$KSRC/scripts/checkpatch.pl" --strict --root="$KSRC" --no-summary --terse --showfile \
+	"$DIR"/*.patch >"$DIR/checkpatch.txt" 2>&1; then :; fi
+for p in "$DIR"/*.patch; do
+	b=$(basename "$p")
+	n_err=$(grep -c "^$b:.*ERROR:" "$DIR/checkpatch.txt" || true)
+	n_warn=$(grep -c "^$b:.*WARNING:" "$DIR/checkpatch.txt" || true)
+	n_chk=$(grep -c "^$b:.*CHECK:" "$DIR/checkpatch.txt" || true)
+	echo "checkpatch --strict $b: $n_err errors, $n_warn warnings, $n_chk checks"
+done | tee "$DIR/checkpatch-summary.txt"
+
+# The series applies to the pristine files.
+A=$(mktemp -d)
+for f in "${MODIFIED[@]}"; do mkdir -p "$A/$(dirname "$f")"; pristine "$f" >"$A/$f"; done
+if (cd "$A" && git apply --check "$DIR"/*.patch) >"$DIR/apply.txt" 2>&1; then
+	rrxe_log "the series applies to Linux $LINUX_VER (git apply --check)"
+	rm -rf "$A"
+else
+	rm -rf "$A"; cat "$DIR/apply.txt"; rrxe_die "the series does not apply to Linux $LINUX_VER"
+fi

@@ -49,7 +49,7 @@ pub struct AhInit<'a, T: Driver> {
     /// The call may sleep (`RDMA_CREATE_AH_SLEEPABLE`); if not, allocate atomically.
     pub sleepable: bool,
     /// Driver data from and to userspace, for a user AH.
-    pub udata: Option<&'a UData>,
+    pub udata: Option<&'a UData<T>>,
 }
 
 /// `create_ah` and `create_user_ah` trampoline body.

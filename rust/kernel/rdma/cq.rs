@@ -6,21 +6,31 @@
 
 use super::device::{Device, Driver, UContext, UData};
 use super::event::object_event;
-use super::usecnt::{UseCounted, UseRef};
-use crate::{bindings, prelude::*, types::Opaque};
+use super::mmap;
+use super::usecnt::{Dying, UseCounted, UseRef};
+use crate::{
+    bindings,
+    new_spinlock_irq,
+    prelude::*,
+    sync::SpinLockIrq,
+    types::Opaque, //
+};
 
 /// A completion queue: the core-allocated `struct ib_cq` followed by the driver's data.
 ///
 /// # Invariants
 ///
-/// `ib` is at offset 0 and initialised by the core; `data` is initialised between a
-/// successful `create_cq` and a successful `destroy_cq`, the only span in which references
-/// exist.
+/// `ib` is at offset 0 and initialised by the core; `event_lock` and `data` are initialised
+/// between a successful `create_cq` and a successful `destroy_cq`, the only span in which
+/// references exist.
 #[repr(C)]
 #[pin_data]
 pub struct Cq<T: Driver> {
     #[pin]
     pub(crate) ib: Opaque<bindings::ib_cq>,
+    /// Serialises the consumer's completion handler (see [`Cq::completion_event`]).
+    #[pin]
+    event_lock: SpinLockIrq<()>,
     #[pin]
     pub(crate) data: T::Cq,
 }
@@ -45,21 +55,29 @@ impl<T: Driver> Cq<T> {
 
     /// Sets the number of entries the queue holds, as reported to its user.
     pub fn set_cqe(&self, cqe: u32) {
-        // SAFETY: `cqe` is a plain field of the live CQ; the core reads it only from the
-        // verb that asked the driver to set it (create or resize).
-        unsafe { (*self.ib.get()).cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX) };
+        let cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX);
+        // SAFETY: `cqe` is an `int` field of the live CQ. The core reads it after the verb
+        // that asked the driver to set it (create, resize) and, unlocked, from netlink
+        // (`nldev.c` 687, `fill_res_cq_entry()`): a single aligned store, as `WRITE_ONCE()`
+        // does, so readers see the old or the new value.
+        unsafe { (&raw mut (*self.ib.get()).cqe).write_volatile(cqe) };
     }
 
     /// Runs the consumer's completion handler (a completion event, e.g. for a channel that
     /// `ibv_req_notify_cq` armed).
     ///
+    /// Calls are serialised per CQ, with interrupts off, as consumers expect (rdma_rxe
+    /// calls the handler under its CQ lock): two queue pairs completing into the same CQ
+    /// from two CPUs do not run the handler concurrently.
+    ///
     /// # Context
     ///
-    /// May be called in atomic context; the driver serialises calls per CQ.
+    /// Any context; the handler runs in atomic context.
     pub fn completion_event(&self) {
         let cq = self.ib.get();
+        let _serialised = self.event_lock.lock();
         // SAFETY: `comp_handler` and `cq_context` are set by the core at creation and stay
-        // valid while the CQ exists.
+        // valid while the CQ exists (`&self`).
         unsafe {
             if let Some(handler) = (*cq).comp_handler {
                 handler(cq, (*cq).cq_context);
@@ -87,6 +105,18 @@ impl<T: Driver> Cq<T> {
     }
 }
 
+impl<T: Driver> Dying<'_, Cq<T>> {
+    /// Returns the driver data.
+    pub fn data(&self) -> &T::Cq {
+        self.obj.data()
+    }
+
+    /// Returns the device of the queue.
+    pub fn device(&self) -> &Device<T> {
+        self.obj.device()
+    }
+}
+
 // SAFETY: `usecnt` is the CQ's; the core refuses to destroy a CQ while it is not zero.
 // The driver data is `Sync` (`Driver` requires it) and the methods on the core object are
 // safe to call concurrently.
@@ -110,7 +140,7 @@ pub struct CqInit<'a, T: Driver> {
     /// `IB_UVERBS_CQ_FLAGS_*` creation flags.
     pub flags: u32,
     /// Driver data from and to userspace, for a user CQ.
-    pub udata: Option<&'a UData>,
+    pub udata: Option<&'a UData<T>>,
     /// The user context, for a user CQ.
     pub ucontext: Option<&'a UContext<T>>,
     /// The CQ being created (its driver data is not initialised yet).
@@ -179,27 +209,46 @@ pub(crate) unsafe fn create<T: Driver>(
         comp_vector: a.comp_vector,
         flags: a.flags,
         udata,
-        ucontext: udata.and_then(|u| u.ucontext::<T>()),
+        ucontext: udata.and_then(|u| u.ucontext()),
         cq,
     };
     let data = T::create_cq(dev, &init)?;
+    let this = cq.cast::<Cq<T>>();
+    // SAFETY: `event_lock` is uninitialised memory in the core's allocation, which never
+    // moves; the initialiser cannot fail.
+    unsafe { pin_init::raw_try_init(&raw mut (*this).event_lock, new_spinlock_irq!(())) }?;
     // SAFETY: `data` is uninitialised memory in the core's allocation, which never
     // moves; on failure the core frees it without calling `destroy_cq`.
-    unsafe { pin_init::raw_try_init(&raw mut (*cq.cast::<Cq<T>>()).data, data) }
+    let ret = unsafe { pin_init::raw_try_init(&raw mut (*this).data, data) };
+    if ret.is_err() {
+        // SAFETY: Initialised above and not shared (the CQ was never handed out).
+        unsafe { core::ptr::drop_in_place(&raw mut (*this).event_lock) };
+    }
+    ret
 }
 
 /// `destroy_cq` trampoline body.
 ///
 /// # Safety
 ///
-/// `cq` was initialised by a successful `create_cq`.
-pub(crate) unsafe fn destroy<T: Driver>(cq: *mut bindings::ib_cq) -> Result {
+/// `cq` was initialised by a successful `create_cq`; `udata` is null or valid, in process
+/// context.
+pub(crate) unsafe fn destroy<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    udata: *mut bindings::ib_udata,
+) -> Result {
     let this = cq.cast::<Cq<T>>();
-    // SAFETY: The CQ is initialised (type invariant of `Cq`).
-    T::destroy_cq(unsafe { &*this })?;
+    // SAFETY: The CQ is initialised (type invariant of `Cq`); the core checked its use
+    // count before calling `destroy_cq` (`verbs.c:2266`) and frees it when it succeeds.
+    T::destroy_cq(&unsafe { Dying::new(&*this) })?;
     // SAFETY: Destroy succeeded: the core frees the CQ next and calls no other
     // operation on it.
-    unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+    unsafe {
+        core::ptr::drop_in_place(&raw mut (*this).data);
+        core::ptr::drop_in_place(&raw mut (*this).event_lock);
+    }
+    // SAFETY: Per the function's contract.
+    unsafe { mmap::sweep_after::<T>(udata) };
     Ok(())
 }
 
@@ -229,6 +278,9 @@ pub(crate) unsafe fn resize<T: Driver>(
     udata: *mut bindings::ib_udata,
 ) -> Result {
     // SAFETY: The CQ is initialised; `udata` is null or valid for the call.
-    let (cq, udata) = unsafe { (&*cq.cast::<Cq<T>>(), UData::from_raw(udata)) };
-    T::resize_cq(cq, cqe, udata)
+    let (cq, ud) = unsafe { (&*cq.cast::<Cq<T>>(), UData::from_raw(udata)) };
+    let ret = T::resize_cq(cq, cqe, ud);
+    // SAFETY: `udata` is null or valid, in process context (a verb).
+    unsafe { mmap::sweep_after::<T>(udata) };
+    ret
 }

@@ -67,13 +67,15 @@ struct EventQp(NonNull<bindings::ib_qp>);
 unsafe impl Send for EventQp {}
 
 /// Where the asynchronous events of a queue pair go: its owner's handler, while the QP
-/// exists. A driver's data path keeps one ([`QpInit::events`](super::qp::QpInit::events)) and raises events through it
-/// from any context; once the QP is destroyed, raising does nothing.
+/// exists. A driver's data path keeps one ([`QpInit::events`](super::qp::QpInit::events)) and
+/// raises events through it from any context; once the QP is destroyed, raising does nothing.
 ///
 /// # Invariants
 ///
 /// `qp` names the QP only while it is live: the `destroy_qp` trampoline clears it before the
-/// driver's destroy runs.
+/// driver's destroy runs, and the `create_qp` trampoline clears it when creation fails (the
+/// core then frees the QP without a destroy, while a clone the driver took from
+/// [`QpInit::events`](super::qp::QpInit::events) may live on).
 #[pin_data]
 pub struct QpEvents {
     #[pin]

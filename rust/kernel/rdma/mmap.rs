@@ -6,9 +6,11 @@
 //! the driver allocates the queue in `vmalloc` memory, registers it with the RDMA core as an
 //! mmap entry (the core hands out a unique offset), returns that offset in the verb's udata,
 //! and the library maps it. The memory must outlive both the driver object that uses it and
-//! every user mapping, so it belongs to the mmap entry, whose reference count the core keeps:
-//! it is freed in the driver's `mmap_free` operation, after the driver removed the entry and
-//! the last mapping is gone. Each mapping is tracked in the uverbs file, as the core's own
+//! every user mapping, so the buffer and its mmap entry share it (an [`Arc`]): the entry's
+//! share goes in the driver's `mmap_free` operation, which the core calls once the entry was
+//! removed and the last mapping is gone. Removing an entry sleeps and needs the user context,
+//! which a buffer cannot promise at drop time; the user context's `MmapTable` does it
+//! instead. Each mapping is tracked in the uverbs file, as the core's own
 //! `rdma_user_mmap_io()` tracks IO mappings: it holds a reference on the entry, and when the
 //! device is removed under a process that still has it mapped (disassociation), the core
 //! zaps it, so the process sees a zeroed page where its queue was.
@@ -19,59 +21,180 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
-use super::device::{Driver, UContext};
+use super::device::{Driver, UContext, UData};
 use crate::{
     bindings,
     error::to_result,
+    new_mutex,
     prelude::*,
-    sync::atomic::{ordering, Atomic},
+    sync::{
+        atomic::{ordering, Atomic},
+        Arc, Mutex,
+    },
     types::Opaque, //
 };
 use core::ptr::NonNull;
+
+/// The memory of a [`SharedBuffer`], shared by the buffer and, once userspace may map it, by
+/// its mmap entry: whichever lets go last frees it.
+///
+/// # Invariants
+///
+/// `buf` points to `size` bytes of `vmalloc_user()` memory owned by this object.
+struct Memory {
+    buf: NonNull<u8>,
+    size: usize,
+    /// Set when the [`SharedBuffer`] is dropped: its entry may then be removed.
+    orphaned: Atomic<bool>,
+}
+
+// SAFETY: `Memory` owns plain memory; the kernel accesses it through raw pointers only (see
+// `SharedBuffer`), and it may be freed from any context (`vfree_atomic()`).
+unsafe impl Send for Memory {}
+// SAFETY: See the `Send` implementation; `&Memory` gives no access to the bytes.
+unsafe impl Sync for Memory {}
+
+impl Drop for Memory {
+    // Not inlined into modules: `vfree_atomic()` is not exported.
+    #[inline(never)]
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we own the allocation. `vfree_atomic()` defers the
+        // work that may sleep, so the last reference may go in any context but NMI (the
+        // buffer's users run in process, softirq or hard-irq context, never NMI).
+        unsafe { bindings::vfree_atomic(self.buf.as_ptr().cast()) };
+    }
+}
 
 /// The mmap entry of a [`SharedBuffer`], owned by the RDMA core once inserted.
 ///
 /// # Invariants
 ///
-/// `buf` is a `vmalloc_user()` allocation that lives as long as this entry.
+/// `rdma` is at offset 0. While inserted, the entry is listed in its user context's
+/// [`MmapTable`], which holds the insertion reference.
 #[repr(C)]
 struct Entry {
     rdma: Opaque<bindings::rdma_user_mmap_entry>,
-    buf: NonNull<u8>,
+    mem: Arc<Memory>,
+}
+
+/// An inserted [`Entry`].
+///
+/// # Invariants
+///
+/// Points to an inserted `Entry` whose insertion reference the [`MmapTable`] holding this
+/// pointer owns.
+struct EntryPtr(NonNull<Entry>);
+
+// SAFETY: An entry is owned by the core's reference count, which may be dropped from any
+// thread; the table only reads `Entry::mem` (immutable) through it.
+unsafe impl Send for EntryPtr {}
+
+impl EntryPtr {
+    /// Removes the entry from the core's table (no new mappings), dropping the insertion
+    /// reference: the core frees the entry once the last mapping is gone.
+    ///
+    /// # Context
+    ///
+    /// Process context (takes the entry's dmabuf mutex).
+    fn remove(self) {
+        // SAFETY: By the type invariant, the entry is inserted and we own the insertion
+        // reference, consumed here (`ib_core_uverbs.c` 235-253). The entry's `ucontext` is
+        // alive: the table is part of it and is only swept while it is.
+        unsafe { bindings::rdma_user_mmap_entry_remove(self.0.as_ref().rdma.get()) };
+    }
+
+    fn orphaned(&self) -> bool {
+        // SAFETY: By the type invariant the entry is alive while it is in the table.
+        unsafe { self.0.as_ref() }
+            .mem
+            .orphaned
+            .load(ordering::Acquire)
+    }
+}
+
+/// The mmap entries of a user context that its [`SharedBuffer`]s inserted.
+///
+/// A [`SharedBuffer`] may be dropped anywhere (a driver may hold a queue past the verb that
+/// destroyed it, and drop it from softirq context, or after the user context is gone), but
+/// removing an mmap entry sleeps and needs the user context. So a buffer's drop only marks
+/// its memory orphaned; the entries are removed here, in process context and while the
+/// context lives: orphaned ones before each new buffer and after each destroy of a QP, CQ or
+/// SRQ, and all of them when the context is deallocated (the core expects no entry left then,
+/// `uverbs_main.c` 977-978).
+///
+/// # Invariants
+///
+/// Every element of `entries` is an [`EntryPtr`] of this user context.
+#[pin_data(PinnedDrop)]
+pub(crate) struct MmapTable {
+    #[pin]
+    entries: Mutex<KVec<EntryPtr>>,
+}
+
+impl MmapTable {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            entries <- new_mutex!(KVec::new(), "rdma_mmap_table"),
+        })
+    }
+
+    /// Removes the entries of dropped buffers.
+    ///
+    /// # Context
+    ///
+    /// Process context; the table's user context is alive for the call.
+    pub(crate) fn sweep(&self) {
+        self.entries.lock().retain(|e| {
+            if !e.orphaned() {
+                return true;
+            }
+            // The element is dropped by `retain` right after: the copy is the only one left.
+            EntryPtr(e.0).remove();
+            false
+        });
+    }
+
+    /// Removes every entry (the `dealloc_ucontext` trampoline): buffers still alive keep their
+    /// memory, userspace can no longer map it.
+    ///
+    /// # Context
+    ///
+    /// Process context; the table's user context is alive for the call.
+    pub(crate) fn remove_all(&self) {
+        let mut entries = self.entries.lock();
+        while let Some(e) = entries.pop() {
+            e.remove();
+        }
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for MmapTable {
+    fn drop(self: Pin<&mut Self>) {
+        // The `dealloc_ucontext` trampoline emptied the table: only a failed
+        // `alloc_ucontext` drops it otherwise, before any entry could be inserted.
+        self.remove_all();
+    }
 }
 
 /// A zeroed, page-aligned buffer that userspace may map, e.g. a shared queue.
 ///
 /// # Context
 ///
-/// Creating and dropping it may sleep (it takes the user context's mmap lock); the accessors
-/// do not sleep and may be used in atomic context.
+/// Creating it may sleep; dropping it and the accessors do not sleep and may happen in any
+/// context but NMI, even after its user context is gone (its `MmapTable` removes the entry).
 ///
 /// # Invariants
 ///
-/// - `buf` points to `size` bytes of `vmalloc_user()` memory.
-/// - If `entry` is set, it was inserted into a user context's mmap table, owns `buf` (freed by
-///   [`free_entry`] from the driver's `mmap_free`), and this object holds the insertion
-///   reference, removed on drop. Otherwise this object owns `buf` and frees it on drop.
+/// - `mem` is the buffer's memory; while `user` is set, an entry of a user context's
+///   `MmapTable` (or a mapping userspace made through it) may share it.
 pub struct SharedBuffer {
-    buf: NonNull<u8>,
-    size: usize,
-    entry: Option<NonNull<Entry>>,
+    mem: Arc<Memory>,
+    user: bool,
 }
 
-// SAFETY: The buffer is plain memory; all accesses go through raw pointers with the
-// appropriate atomicity, so it may be used and dropped from any thread.
-unsafe impl Send for SharedBuffer {}
-// SAFETY: See the `Send` implementation; `&self` methods only perform racy-safe accesses.
-unsafe impl Sync for SharedBuffer {}
-
 impl SharedBuffer {
-    /// Allocates a zeroed buffer of `size` bytes (rounded up to whole pages by the allocator)
-    /// that is not mapped to userspace (for kernel consumers).
-    ///
-    /// The memory is charged to the caller's memory cgroup (`GFP_KERNEL_ACCOUNT`): a queue's
-    /// size is chosen by whoever creates it.
-    pub fn new(size: usize) -> Result<Self> {
+    fn alloc(size: usize) -> Result<Arc<Memory>> {
         if size == 0 {
             return Err(EINVAL);
         }
@@ -79,25 +202,50 @@ impl SharedBuffer {
         // allocation (`VM_USERMAP`), charged to the current memory cgroup.
         let buf = unsafe { bindings::rdma_vmalloc_user_account(size as c_ulong) };
         let buf = NonNull::new(buf.cast::<u8>()).ok_or(ENOMEM)?;
-        // INVARIANT: `buf` is a new allocation of `size` bytes; there is no entry.
+        // INVARIANT: `buf` is a new allocation of `size` bytes, owned by the new `Memory`
+        // (which frees it if `Arc::new` fails).
+        Ok(Arc::new(
+            Memory {
+                buf,
+                size,
+                orphaned: Atomic::new(false),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Allocates a zeroed buffer of `size` bytes (rounded up to whole pages by the allocator)
+    /// that is not mapped to userspace (for kernel consumers).
+    ///
+    /// The memory is charged to the caller's memory cgroup (`GFP_KERNEL_ACCOUNT`): a queue's
+    /// size is chosen by whoever creates it.
+    pub fn new(size: usize) -> Result<Self> {
         Ok(Self {
-            buf,
-            size,
-            entry: None,
+            mem: Self::alloc(size)?,
+            user: false,
         })
     }
 
     /// Allocates a zeroed buffer of `size` bytes and makes it mappable by the process of
     /// `ctx`; returns it with the offset to pass to `mmap()`.
+    ///
+    /// # Context
+    ///
+    /// Process context (a verb of `ctx`).
     pub fn new_user<T: Driver>(ctx: &UContext<T>, size: usize) -> Result<(Self, u64)> {
-        let mut this = Self::new(size)?;
+        let table = ctx.mmaps();
+        table.sweep();
+        let mem = Self::alloc(size)?;
         let entry = KBox::new(
             Entry {
                 rdma: Opaque::zeroed(),
-                buf: this.buf,
+                mem: mem.clone(),
             },
             GFP_KERNEL,
         )?;
+        let mut entries = table.entries.lock();
+        // Room first: once inserted, the entry must be listed.
+        entries.reserve(1, GFP_KERNEL)?;
         let entry = NonNull::from(KBox::leak(entry));
         // SAFETY: `entry` is a valid, zeroed mmap entry and `ctx` a live user context. On
         // success the core owns the entry until `mmap_free`.
@@ -111,22 +259,29 @@ impl SharedBuffer {
         }
         // SAFETY: The entry was inserted; `start_pgoff` is set and stable.
         let pgoff = unsafe { (*entry.as_ref().rdma.get()).start_pgoff };
-        // INVARIANT: The entry owns the buffer from now on.
-        this.entry = Some(entry);
+        // INVARIANT: The entry is inserted into `ctx`, and the table takes the insertion
+        // reference; room was reserved above.
+        if let Err(e) = entries.push_within_capacity(EntryPtr(entry)) {
+            // Not reached (room was reserved); give the reference back rather than leak it.
+            e.0.remove();
+            return Err(ENOMEM);
+        }
+        drop(entries);
         let offset = u64::try_from(pgoff).map_err(|_| EINVAL)? << bindings::PAGE_SHIFT;
-        Ok((this, offset))
+        // INVARIANT: The entry shares `mem`.
+        Ok((Self { mem, user: true }, offset))
     }
 
     /// Size in bytes.
     pub fn size(&self) -> usize {
-        self.size
+        self.mem.size
     }
 
     fn ptr_at(&self, off: usize, len: usize) -> Result<*mut u8> {
         match off.checked_add(len) {
-            Some(end) if end <= self.size => {
+            Some(end) if end <= self.mem.size => {
                 // SAFETY: `off + len <= size`, so the result stays inside the allocation.
-                Ok(unsafe { self.buf.as_ptr().add(off) })
+                Ok(unsafe { self.mem.buf.as_ptr().add(off) })
             }
             _ => Err(EINVAL),
         }
@@ -195,15 +350,25 @@ impl SharedBuffer {
 
 impl Drop for SharedBuffer {
     fn drop(&mut self) {
-        match self.entry {
-            // SAFETY: By the type invariant we hold the insertion reference of an inserted
-            // entry; removing it lets the core free the entry (and buffer) once unmapped.
-            Some(entry) => unsafe {
-                bindings::rdma_user_mmap_entry_remove((*entry.as_ptr()).rdma.get())
-            },
-            // SAFETY: By the type invariant we own the allocation.
-            None => unsafe { bindings::vfree(self.buf.as_ptr().cast()) },
+        if self.user {
+            // The entry, if still inserted, is removed by the next sweep of its table; the
+            // memory goes with the last of this buffer, the entry and the user's mappings.
+            self.mem.orphaned.store(true, ordering::Release);
         }
+    }
+}
+
+/// Removes the mmap entries of buffers dropped by a verb (destroy, resize) of a user context.
+///
+/// # Safety
+///
+/// `udata` is null or the valid udata of an operation of a `Device<T>`, called in process
+/// context.
+pub(crate) unsafe fn sweep_after<T: Driver>(udata: *mut bindings::ib_udata) {
+    // SAFETY: Per the function's contract.
+    let udata = unsafe { UData::<T>::from_raw(udata) };
+    if let Some(ctx) = udata.and_then(|u| u.ucontext()) {
+        ctx.mmaps().sweep();
     }
 }
 
@@ -225,8 +390,9 @@ pub(crate) unsafe fn map(
     // SAFETY: Every entry of a context of ours is the first field of an `Entry`.
     let entry = unsafe { &*rdma.cast::<Entry>() };
     // SAFETY: `vma` is valid; the entry's buffer is a `vmalloc_user()` allocation at least as
-    // large as the mapping (the core checked the length against the entry's size).
-    let mut ret = unsafe { bindings::remap_vmalloc_range(vma, entry.buf.as_ptr().cast(), 0) };
+    // large as the mapping (the core checked the length against the entry's size), kept alive
+    // by the entry, which the mapping holds a reference on from now on.
+    let mut ret = unsafe { bindings::remap_vmalloc_range(vma, entry.mem.buf.as_ptr().cast(), 0) };
     if ret == 0 {
         // SAFETY: `vma` is a VMA of the uverbs file of `ctx`, in the driver's `mmap` operation
         // (whose VMA operations free the tracking on close), just mapped; `rdma` is a counted
@@ -245,8 +411,8 @@ pub(crate) unsafe fn map(
 ///
 /// `rdma` is the entry of a [`SharedBuffer`] whose last reference was just dropped.
 pub(crate) unsafe fn free_entry(rdma: *mut bindings::rdma_user_mmap_entry) {
-    // SAFETY: The entry is the first field of a leaked `KBox<Entry>` (`Entry` is `repr(C)`).
-    let entry = unsafe { KBox::from_raw(rdma.cast::<Entry>()) };
-    // SAFETY: By the type invariant of `Entry`, it owns the `vmalloc_user()` buffer.
-    unsafe { bindings::vfree(entry.buf.as_ptr().cast()) };
+    // SAFETY: The entry is the first field of a leaked `KBox<Entry>` (`Entry` is `repr(C)`);
+    // the core dropped its last reference, so nothing else uses it. Dropping it drops its
+    // share of the memory.
+    drop(unsafe { KBox::from_raw(rdma.cast::<Entry>()) });
 }

@@ -100,17 +100,3 @@ impl Drop for BhGuard {
         }
     }
 }
-
-/// Waits until every RCU read-side critical section that was running has ended; softirq
-/// handlers, and code that runs with bottom halves disabled, are such sections.
-///
-/// A driver whose receive path finds objects in a table (in softirq) calls this after taking
-/// an object out of the table, before releasing what the receive path may still be using.
-///
-/// # Context
-///
-/// Process context; sleeps.
-pub fn synchronize_rcu() {
-    // SAFETY: No preconditions beyond the context.
-    unsafe { crate::bindings::synchronize_rcu() };
-}

@@ -100,11 +100,14 @@ impl core::ops::BitOr for AccessFlags {
 ///
 /// `umem` was returned by `ib_umem_get*()` and is released on drop. `pages` lists the pages
 /// its scatterlist describes, in order (they stay pinned while `umem` lives); the range
-/// starts `first` bytes into `pages[0]`.
+/// starts `first` bytes into `pages[0]`. `writable` is the umem's own `writable` bit: the
+/// pages were pinned for writing (`FOLL_WRITE`) and are dirtied on release only if it is
+/// set, so only then may the kernel write to them.
 pub struct Umem {
     umem: NonNull<bindings::ib_umem>,
     pages: KVVec<NonNull<bindings::page>>,
     first: usize,
+    writable: bool,
 }
 
 // SAFETY: The pinned pages and their list are not tied to a thread; copies map pages
@@ -134,12 +137,15 @@ impl Umem {
         let umem = NonNull::new(umem).ok_or(ENOMEM)?;
         // SAFETY: The umem is valid; `address` is immutable.
         let first = unsafe { (*umem.as_ptr()).address } & (crate::page::PAGE_SIZE - 1);
+        // SAFETY: The umem is valid; `writable` is set by `ib_umem_get()` and immutable.
+        let writable = unsafe { (*umem.as_ptr()).writable() } != 0;
         // INVARIANT: A valid umem from `ib_umem_get*()`, released by `drop` if listing its
         // pages fails below; `pages` is filled in before `this` is returned.
         let mut this = Self {
             umem,
             pages: KVVec::new(),
             first,
+            writable,
         };
         let npages = first
             .checked_add(len)
@@ -237,12 +243,22 @@ impl Umem {
         })
     }
 
-    /// Copies `data` to byte offset `offset` of the range.
+    /// Returns whether the memory was pinned for writing (an access with a write right).
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// Copies `data` to byte offset `offset` of the range; `EACCES` if the memory was pinned
+    /// read-only (the pages may be the zero page or a read-only file's page cache, and would
+    /// not be dirtied on release).
     ///
     /// # Context
     ///
     /// Any context but hard interrupts: the pages are mapped locally.
     pub fn copy_to(&self, offset: usize, data: &[u8]) -> Result {
+        if !self.writable {
+            return Err(EACCES);
+        }
         let mut done = 0;
         let src = data.as_ptr();
         self.for_each_piece(offset, data.len(), |dst, n| {
@@ -543,7 +559,8 @@ fn new_mr<T: Driver>(
 ///
 /// # Safety
 ///
-/// `mr` was returned by [`reg_user`], [`get_dma`] or [`alloc`] and is not used by the core afterwards.
+/// `mr` was returned by [`reg_user`], [`get_dma`] or [`alloc`] and is not used by the core
+/// afterwards.
 pub(crate) unsafe fn dereg<T: Driver>(mr: *mut bindings::ib_mr) -> Result {
     let mr = mr.cast::<Mr<T>>();
     // SAFETY: Per the function's contract, `mr` is a leaked, live `KBox<Mr<T>>`. On error

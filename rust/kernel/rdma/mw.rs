@@ -61,7 +61,7 @@ pub struct MwInit<'a, T: Driver> {
     /// Its type.
     pub mw_type: MwType,
     /// Driver data from and to userspace.
-    pub udata: Option<&'a UData>,
+    pub udata: Option<&'a UData<T>>,
 }
 
 /// `alloc_mw` trampoline body.

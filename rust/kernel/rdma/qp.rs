@@ -8,6 +8,7 @@ pub use super::event::{QpEvent, QpEvents};
 use super::{
     cq::Cq,
     device::{Device, Driver, Mtu, UContext, UData},
+    mmap,
     mr::AccessFlags,
     pd::Pd,
 };
@@ -452,7 +453,7 @@ pub struct QpInit<'a, T: Driver> {
     /// Port (for special QPs).
     pub port_num: u32,
     /// Driver data from and to userspace, for a user QP.
-    pub udata: Option<&'a UData>,
+    pub udata: Option<&'a UData<T>>,
     /// The user context, for a user QP.
     pub ucontext: Option<&'a UContext<T>>,
     qp: *mut bindings::ib_qp,
@@ -477,7 +478,10 @@ impl<T: Driver> QpInit<'_, T> {
     /// Returns the completion queue of the send queue.
     pub fn send_cq(&self) -> Option<&Cq<T>> {
         // SAFETY: The core sets `send_cq` before `create_qp` to null or one of this driver's
-        // CQs, on which it holds a use count while the QP exists.
+        // CQs. Its use count is taken only after `create_qp` returns (`ib_qp_usecnt_inc()`,
+        // `verbs.c:1432`); during the call the CQ lives because the caller holds it: uverbs
+        // holds its uobject locked for the verb, and a kernel consumer may not destroy a CQ it
+        // is creating a QP on. The reference is bounded by the `QpInit` borrow.
         unsafe { (*self.qp).send_cq.cast::<Cq<T>>().as_ref() }
     }
 
@@ -490,7 +494,7 @@ impl<T: Driver> QpInit<'_, T> {
     /// Returns the shared receive queue the new QP takes its receive WQEs from, if any.
     pub fn srq(&self) -> Option<&super::srq::Srq<T>> {
         // SAFETY: The core sets `srq` before `create_qp` to null or one of this driver's
-        // SRQs, on which it holds a use count while the QP exists.
+        // SRQs, alive during the call as the CQs are (see `send_cq`).
         unsafe { (*self.init).srq.cast::<super::srq::Srq<T>>().as_ref() }
     }
 
@@ -550,7 +554,7 @@ pub(crate) unsafe fn create<T: Driver>(
         has_srq: !i.srq.is_null(),
         port_num: i.port_num,
         udata,
-        ucontext: udata.and_then(|u| u.ucontext::<T>()),
+        ucontext: udata.and_then(|u| u.ucontext()),
         qp,
         init,
     };
@@ -560,9 +564,15 @@ pub(crate) unsafe fn create<T: Driver>(
         unsafe { pin_init::raw_try_init(&raw mut (*qp.cast::<Qp<T>>()).data, data) }
     });
     if created.is_err() {
-        // SAFETY: `events` was initialised above; the core frees the QP without calling
-        // `destroy_qp`, so nothing else drops it.
-        unsafe { core::ptr::drop_in_place(&raw mut (*qp.cast::<Qp<T>>()).events) };
+        // SAFETY: `events` was initialised above and is only dropped here or by `destroy_qp`,
+        // which the core does not call for a QP it failed to create.
+        let events = unsafe { &raw mut (*qp.cast::<Qp<T>>()).events };
+        // INVARIANT: The core frees the QP when we return, but the driver may have kept a
+        // clone (`QpInit::events`) past its failure: forget the QP first, as destroy does.
+        // SAFETY: As above.
+        unsafe { (*events).clear() };
+        // SAFETY: As above; nothing reads the field after this.
+        unsafe { core::ptr::drop_in_place(events) };
     }
     created
 }
@@ -623,8 +633,12 @@ pub(crate) unsafe fn query<T: Driver>(
 ///
 /// # Safety
 ///
-/// `qp` was initialised by `create_qp`; on success the core frees it next.
-pub(crate) unsafe fn destroy<T: Driver>(qp: *mut bindings::ib_qp) -> Result {
+/// `qp` was initialised by `create_qp`; on success the core frees it next. `udata` is null or
+/// valid, in process context.
+pub(crate) unsafe fn destroy<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    udata: *mut bindings::ib_udata,
+) -> Result {
     let this = qp.cast::<Qp<T>>();
     // SAFETY: The QP is initialised. INVARIANT: its events name it no longer.
     unsafe { (*this).events.clear() };
@@ -635,6 +649,8 @@ pub(crate) unsafe fn destroy<T: Driver>(qp: *mut bindings::ib_qp) -> Result {
         core::ptr::drop_in_place(&raw mut (*this).data);
         core::ptr::drop_in_place(&raw mut (*this).events);
     }
+    // SAFETY: Per the function's contract.
+    unsafe { mmap::sweep_after::<T>(udata) };
     Ok(())
 }
 

@@ -7,8 +7,9 @@
 
 use super::device::{Device, Driver, UContext, UData};
 use super::event::object_event;
+use super::mmap;
 use super::pd::Pd;
-use super::usecnt::{UseCounted, UseRef};
+use super::usecnt::{Dying, UseCounted, UseRef};
 use super::wr::{self, RecvWr};
 use crate::{bindings, prelude::*, types::Opaque};
 
@@ -65,6 +66,18 @@ impl<T: Driver> Srq<T> {
                 handler(&mut ev, (*srq).srq_context);
             }
         }
+    }
+}
+
+impl<T: Driver> Dying<'_, Srq<T>> {
+    /// Returns the driver data.
+    pub fn data(&self) -> &T::Srq {
+        self.obj.data()
+    }
+
+    /// Returns the device of the queue.
+    pub fn device(&self) -> &Device<T> {
+        self.obj.device()
     }
 }
 
@@ -137,7 +150,7 @@ pub struct SrqInit<'a, T: Driver> {
     /// The queue is a basic one (`IB_SRQT_BASIC`; not XRC or tag matching).
     pub basic: bool,
     /// Driver data from and to userspace, for a user queue.
-    pub udata: Option<&'a UData>,
+    pub udata: Option<&'a UData<T>>,
     /// The user context, for a user queue.
     pub ucontext: Option<&'a UContext<T>>,
     init: *mut bindings::ib_srq_init_attr,
@@ -181,7 +194,7 @@ pub(crate) unsafe fn create<T: Driver>(
         attrs: SrqAttrs::from_raw(&i.attr),
         basic: i.srq_type == bindings::ib_srq_type_IB_SRQT_BASIC,
         udata,
-        ucontext: udata.and_then(|u| u.ucontext::<T>()),
+        ucontext: udata.and_then(|u| u.ucontext()),
         init,
     };
     let data = T::create_srq(dev, pd, &si)?;
@@ -203,14 +216,17 @@ pub(crate) unsafe fn modify<T: Driver>(
     udata: *mut bindings::ib_udata,
 ) -> Result {
     // SAFETY: Per the function's contract.
-    let (srq, attrs, udata) = unsafe {
+    let (srq, attrs, ud) = unsafe {
         (
             &*srq.cast::<Srq<T>>(),
             SrqAttrs::from_raw(&*attr),
             UData::from_raw(udata),
         )
     };
-    T::modify_srq(srq, &attrs, SrqAttrMask(mask), udata)
+    let ret = T::modify_srq(srq, &attrs, SrqAttrMask(mask), ud);
+    // SAFETY: `udata` is null or valid, in process context (a verb).
+    unsafe { mmap::sweep_after::<T>(udata) };
+    ret
 }
 
 /// `query_srq` trampoline body.
@@ -234,14 +250,21 @@ pub(crate) unsafe fn query<T: Driver>(
 ///
 /// # Safety
 ///
-/// `srq` was initialised by a successful `create_srq`.
-pub(crate) unsafe fn destroy<T: Driver>(srq: *mut bindings::ib_srq) -> Result {
+/// `srq` was initialised by a successful `create_srq`; `udata` is null or valid, in process
+/// context.
+pub(crate) unsafe fn destroy<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    udata: *mut bindings::ib_udata,
+) -> Result {
     let this = srq.cast::<Srq<T>>();
-    // SAFETY: The SRQ is initialised (type invariant of `Srq`).
-    T::destroy_srq(unsafe { &*this })?;
+    // SAFETY: The SRQ is initialised (type invariant of `Srq`); the core checked its use
+    // count before calling `destroy_srq` (`verbs.c:1143`) and frees it when it succeeds.
+    T::destroy_srq(&unsafe { Dying::new(&*this) })?;
     // SAFETY: Destroy succeeded: the core frees the SRQ next and calls no other operation
     // on it.
     unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+    // SAFETY: Per the function's contract.
+    unsafe { mmap::sweep_after::<T>(udata) };
     Ok(())
 }
 

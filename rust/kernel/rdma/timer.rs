@@ -213,7 +213,9 @@ macro_rules! impl_deferred {
             // dropped.
             unsafe impl $crate::rdma::bhwork::HasBhWork for $self {
                 #[inline]
-                unsafe fn raw_get_work(ptr: *const Self) -> *const $crate::rdma::bhwork::BhWork<Self> {
+                unsafe fn raw_get_work(
+                    ptr: *const Self,
+                ) -> *const $crate::rdma::bhwork::BhWork<Self> {
                     // SAFETY: The caller promises that `ptr` points to a valid `Self`.
                     unsafe { ::core::ptr::addr_of!((*ptr).$wfield) }
                 }

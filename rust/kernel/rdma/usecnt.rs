@@ -6,6 +6,13 @@
 //! `ib_destroy_srq` fail with `EBUSY`), so a [`UseRef`] lets a driver's data path (which may
 //! outlive the verb that gave it the object, e.g. a packet in flight on another CPU) reach
 //! the object safely: it takes one count and returns it on drop.
+//!
+//! The count only protects the object if it is taken before the core checks it. The core
+//! checks it once, in `ib_destroy_cq_user()` and `ib_destroy_srq_user()` (`verbs.c`:
+//! `if (atomic_read(&cq->usecnt)) return -EBUSY;`), and then calls the driver's destroy
+//! operation and frees the object when it returns. A count taken inside that operation would
+//! be returned to freed memory, so the destroy operations get a [`Dying`] object, which gives
+//! the driver its data but no reference from which a [`UseRef`] could be made.
 
 use crate::bindings;
 use core::{ops::Deref, ptr::NonNull};
@@ -47,6 +54,39 @@ impl<O: UseCounted> UseRef<O> {
         Self {
             obj: NonNull::from(obj),
         }
+    }
+}
+
+/// An object that the core is destroying: its use count was found zero and the object is
+/// freed as soon as the driver's destroy operation returns.
+///
+/// It gives the destroy operation what it needs (per object type: its driver data, its
+/// device) but never a `&O`, so no [`UseRef`] can be taken on it:
+///
+/// ```compile_fail
+/// # use kernel::rdma::{cq::Cq, usecnt::{Dying, UseRef}, device::Driver};
+/// fn destroy<T: Driver>(cq: &Dying<'_, Cq<T>>) -> UseRef<Cq<T>> {
+///     UseRef::new(cq) // error[E0308]: mismatched types
+/// }
+/// ```
+///
+/// # Invariants
+///
+/// `obj` is live for `'a`, and the core destroys it when the operation that was given this
+/// value returns successfully.
+pub struct Dying<'a, O> {
+    pub(crate) obj: &'a O,
+}
+
+impl<'a, O> Dying<'a, O> {
+    /// Wraps an object passed to a destroy operation.
+    ///
+    /// # Safety
+    ///
+    /// `obj` is the object of a destroy operation, after the core checked its use count.
+    pub(crate) unsafe fn new(obj: &'a O) -> Self {
+        // INVARIANT: Per the function's contract.
+        Self { obj }
     }
 }
 

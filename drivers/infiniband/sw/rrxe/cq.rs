@@ -4,7 +4,8 @@
 //!
 //! A user CQ is an rxe shared queue of 128-byte slots that the kernel produces into, mapped
 //! by rdma-core's rxe provider, which polls it without a system call; the producer index is
-//! the kernel's own ([`ProducedQueue`]). A kernel consumer's CQ holds `struct ib_wc` values. `ibv_req_notify_cq` arms a completion event under the CQ lock.
+//! the kernel's own ([`ProducedQueue`]). A kernel consumer's CQ holds `struct ib_wc` values.
+//! `ibv_req_notify_cq` arms a completion event under the CQ lock.
 
 use crate::fifo::Fifo;
 use crate::params::Charge;
@@ -162,14 +163,14 @@ impl RrxeCq {
     pub(crate) fn resize(
         cq: &Cq<Rrxe>,
         cqe: u32,
-        udata: Option<&kernel::rdma::device::UData>,
+        udata: Option<&kernel::rdma::device::UData<Rrxe>>,
     ) -> Result {
         let this = cq.data();
         if cqe > crate::params::MAX_CQE || cqe == 0 {
             return Err(EINVAL);
         }
         let udata = udata.ok_or(EINVAL)?;
-        let ctx = udata.ucontext::<Rrxe>().ok_or(EINVAL)?;
+        let ctx = udata.ucontext().ok_or(EINVAL)?;
         // struct rxe_resize_cq_resp { struct mminfo mi; }
         if udata.out_len() < crate::queue::MMINFO_SIZE {
             return Err(EINVAL);
@@ -181,8 +182,9 @@ impl RrxeCq {
         udata.respond(&mi)?;
         let bh = BhGuard::new();
         let mut st = this.state.lock();
-        // `Ok(old queue)` or `Err(refused new queue)`: either is dropped (which may sleep)
-        // after the lock.
+        // `Ok(old queue)` or `Err(refused new queue)`: either is dropped after the lock (not
+        // needed since a dropped buffer no longer removes its mmap entry, but the lock is
+        // held for as short as it can be).
         let moved = match &mut st.ring {
             Ring::User(q) => q.resize_into(queue).map(|new| core::mem::replace(q, new)),
             Ring::Kernel(_) => Err(queue),

@@ -29,7 +29,7 @@ use kernel::sync::atomic::{ordering::Relaxed, Atomic};
 #[derive(Copy, Clone)]
 #[repr(usize)]
 pub(crate) enum PortCounter {
-    /// Packets sent (requests and acknowledgements), first transmissions.
+    /// Packets sent (requests and acknowledgments), first transmissions.
     SentPkts,
     /// Well-formed packets with a valid ICRC.
     Pkts,

@@ -203,7 +203,7 @@ impl RrxeQp {
         let taken = dev.remove_qp(qpn);
         // Packets being processed on other CPUs found the QP before it left the table; they
         // run in softirq, an RCU read-side section.
-        kernel::rdma::synchronize_rcu();
+        kernel::sync::rcu::synchronize_rcu();
         qp.data().shared.shutdown();
         drop(taken);
         dev.free_qpn(qpn);

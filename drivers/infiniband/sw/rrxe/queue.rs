@@ -157,8 +157,8 @@ impl ProducedQueue {
 
     /// Moves the waiting entries into `new` (a resize, as `resize_finish()`) and returns the
     /// queue to produce into from now on. If they do not fit (or the consumer index is
-    /// impossible), `new` comes back unused: dropping a user queue may sleep, so the caller
-    /// drops it once its locks are released.
+    /// impossible), `new` comes back unused, for the caller to drop (dropping a queue never
+    /// sleeps; its mmap entry is removed by the verb's trampoline).
     pub(crate) fn resize_into(&self, new: SharedQueue) -> core::result::Result<Self, SharedQueue> {
         match self.move_entries(&new) {
             Ok(producer) => Ok(Self {

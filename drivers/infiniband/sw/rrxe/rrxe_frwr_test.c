@@ -670,7 +670,8 @@ static int srq_post(struct frwr_ctx *c, struct ib_srq *srq, int i)
 
 /*
  * A kernel consumer's SRQ resized (ib_modify_srq IB_SRQ_MAX_WR, as rdma_rxe allows):
- * refused below the WRs it holds (nothing changes), grown with 3 WRs waiting, then posted past its old size;
+ * refused below the WRs it holds (nothing changes), grown with 3 WRs waiting, then posted
+ * past its old size;
  * 13 SENDs land in the 13 WRs in the order they were posted (wr_id k gets the k-th
  * SEND's bytes). Then shrunk, empty.
  */

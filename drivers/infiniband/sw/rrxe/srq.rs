@@ -172,7 +172,7 @@ impl RrxeSrq {
         srq: &Srq<Rrxe>,
         attrs: &SrqAttrs,
         mask: SrqAttrMask,
-        udata: Option<&UData>,
+        udata: Option<&UData<Rrxe>>,
     ) -> Result {
         // struct rxe_modify_srq_cmd { __aligned_u64 mmap_info_addr; }: where librxe wants a
         // resized queue's mminfo (always sent; only a resize uses it).
@@ -206,12 +206,12 @@ impl RrxeSrq {
     /// to map it, the waiting WQEs moved into it under the SRQ's lock (librxe holds its
     /// posting lock during the call). `EINVAL` if they do not fit, or if the armed limit
     /// would exceed the new size.
-    fn resize(srq: &Srq<Rrxe>, max_wr: u32, mi_addr: u64, udata: &UData) -> Result {
+    fn resize(srq: &Srq<Rrxe>, max_wr: u32, mi_addr: u64, udata: &UData<Rrxe>) -> Result {
         let this = &srq.data().shared;
         if max_wr == 0 || max_wr > params::MAX_SRQ_WR {
             return Err(EINVAL);
         }
-        let ctx = udata.ucontext::<Rrxe>().ok_or(EINVAL)?;
+        let ctx = udata.ucontext().ok_or(EINVAL)?;
         let geo = geometry(max_wr, this.elem)?;
         let (queue, mi) = SharedQueue::new_user(ctx, geo)?;
         // Writing to userspace may fault and sleep: before the lock. If the move fails, the
@@ -221,8 +221,8 @@ impl RrxeSrq {
             .write_slice(&mi)?;
         let bh = BhGuard::new();
         let mut q = this.q.lock();
-        // `Ok(old queue)` or `Err(refused new queue)`: dropped (which may sleep) after the
-        // lock.
+        // `Ok(old queue)` or `Err(refused new queue)`: dropped after the lock (a short
+        // critical section; dropping it never sleeps).
         let moved = match &q.ring {
             Ring::User(old) if q.limit <= geo.capacity() => q
                 .producer()

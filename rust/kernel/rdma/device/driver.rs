@@ -24,6 +24,7 @@ use crate::{
         pd::Pd,
         qp::{AhAttr, Qp, QpAttrs, QpCaps, QpInit},
         srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
+        usecnt::Dying,
         wr::{KernelDma, RecvWr, SendWr, Wc},
     },
 };
@@ -91,7 +92,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Returns the device attributes.
     ///
     /// `udata` is present when userspace asked, with any driver-specific payload.
-    fn query_device(dev: &Device<Self>, udata: Option<&UData>) -> Result<DeviceAttrs>;
+    fn query_device(dev: &Device<Self>, udata: Option<&UData<Self>>) -> Result<DeviceAttrs>;
 
     /// Returns the attributes of a port.
     fn query_port(dev: &Device<Self>, port: PortNum) -> Result<PortAttrs>;
@@ -121,7 +122,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Initialises the driver data of a new user context.
     fn alloc_ucontext(
         dev: &Device<Self>,
-        udata: Option<&UData>,
+        udata: Option<&UData<Self>>,
     ) -> impl PinInit<Self::UContext, Error>;
 
     /// Lets a device be removed while user contexts are open (`disassociate_ucontext`).
@@ -136,7 +137,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn disassociate_ucontext(_ctx: &UContext<Self>) {}
 
     /// Initialises the driver data of a new protection domain.
-    fn alloc_pd(dev: &Device<Self>, udata: Option<&UData>) -> impl PinInit<Self::Pd, Error>;
+    fn alloc_pd(dev: &Device<Self>, udata: Option<&UData<Self>>) -> impl PinInit<Self::Pd, Error>;
 
     /// Prepares a new completion queue (allocations, the udata response) and returns the
     /// initialiser of its driver data.
@@ -146,7 +147,10 @@ pub trait Driver: Sized + Send + Sync + 'static {
     ) -> Result<impl PinInit<Self::Cq, Error>>;
 
     /// Prepares the destruction of a completion queue; on success its data is dropped next.
-    fn destroy_cq(cq: &Cq<Self>) -> Result;
+    ///
+    /// The queue is [`Dying`]: no queue pair uses it, and no
+    /// [`UseRef`](crate::rdma::usecnt::UseRef) can be taken on it any more.
+    fn destroy_cq(cq: &Dying<'_, Cq<Self>>) -> Result;
 
     /// Arms the completion event of a completion queue; returns `true` if `flags` asked to
     /// report missed events and completions are already queued.
@@ -157,7 +161,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn req_notify_cq(cq: &Cq<Self>, flags: NotifyFlags) -> Result<bool>;
 
     /// Resizes a user completion queue to at least `cqe` entries.
-    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: Option<&UData>) -> Result;
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: Option<&UData<Self>>) -> Result;
 
     /// Prepares a new queue pair (checks, queues, QP number, the udata response) and returns
     /// the initialiser of its driver data.
@@ -168,7 +172,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
     ) -> Result<impl PinInit<Self::Qp, Error>>;
 
     /// Applies the attributes of `attrs.mask` (state transitions included).
-    fn modify_qp(qp: &Qp<Self>, attrs: &QpAttrs, udata: Option<&UData>) -> Result;
+    fn modify_qp(qp: &Qp<Self>, attrs: &QpAttrs, udata: Option<&UData<Self>>) -> Result;
 
     /// Returns the current attributes, the capabilities and whether all send WQEs are
     /// signalled.
@@ -217,7 +221,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
         _srq: &Srq<Self>,
         _attrs: &SrqAttrs,
         _mask: SrqAttrMask,
-        _udata: Option<&UData>,
+        _udata: Option<&UData<Self>>,
     ) -> Result {
         Err(EOPNOTSUPP)
     }
@@ -229,7 +233,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Prepares the destruction of a shared receive queue (no queue pair uses it any more);
     /// on success its data is dropped next.
-    fn destroy_srq(_srq: &Srq<Self>) -> Result {
+    fn destroy_srq(_srq: &Dying<'_, Srq<Self>>) -> Result {
         Err(EOPNOTSUPP)
     }
 
@@ -246,7 +250,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn reg_user_mr(
         pd: &Pd<Self>,
         req: &UserMrReq,
-        udata: Option<&UData>,
+        udata: Option<&UData<Self>>,
     ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
 
     /// Creates the DMA memory region of a kernel consumer's PD (`ib_get_dma_mr`): all of

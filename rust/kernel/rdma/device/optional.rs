@@ -191,10 +191,10 @@ impl<T: Driver> DeviceVTable<T> {
     /// See [`srq::destroy`].
     pub(super) unsafe extern "C" fn destroy_srq_callback(
         srq: *mut bindings::ib_srq,
-        _udata: *mut bindings::ib_udata,
+        udata: *mut bindings::ib_udata,
     ) -> c_int {
         // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { srq::destroy::<T>(srq) }.map(|()| 0))
+        from_result(|| unsafe { srq::destroy::<T>(srq, udata) }.map(|()| 0))
     }
 
     /// # Safety

@@ -8,23 +8,31 @@
 //! driver's part. [`UData`] (`struct ib_udata`) is the driver-specific payload a verb from
 //! userspace carries, with the room for the driver's response.
 
+use super::super::mmap::MmapTable;
 use super::{Device, Driver};
 use crate::{bindings, prelude::*, types::Opaque};
+use core::marker::PhantomData;
 
-/// Driver-specific data passed with a verb (`struct ib_udata`).
+/// Driver-specific data passed with a verb (`struct ib_udata`) on a device of driver `T`.
+///
+/// The driver type is part of the type so that [`UData::ucontext`] can only return the user
+/// context type of the device the verb was issued on.
 ///
 /// # Invariants
 ///
-/// `self.0` is a valid `struct ib_udata` for the duration of the operation it was passed to.
+/// `self.0` is a valid `struct ib_udata` for the duration of the operation it was passed to,
+/// which is an operation of a `Device<T>`: the user context it names, if any, is a
+/// `UContext<T>`.
 #[repr(transparent)]
-pub struct UData(Opaque<bindings::ib_udata>);
+pub struct UData<T: Driver>(Opaque<bindings::ib_udata>, PhantomData<T>);
 
-impl UData {
+impl<T: Driver> UData<T> {
     /// Creates a reference from a pointer the core passed to an operation.
     ///
     /// # Safety
     ///
-    /// `ptr` is null or points to a valid `struct ib_udata` that outlives `'a`.
+    /// `ptr` is null or points to a valid `struct ib_udata` that outlives `'a`, passed to an
+    /// operation of a `Device<T>`.
     pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_udata) -> Option<&'a Self> {
         // SAFETY: `UData` is a transparent wrapper of `struct ib_udata`, and the caller
         // guarantees that a non-null `ptr` is valid for `'a`.
@@ -77,9 +85,11 @@ impl UData {
     }
 
     /// Returns the user context of the verb this udata came with.
-    pub fn ucontext<T: Driver>(&self) -> Option<&UContext<T>> {
-        // SAFETY: `self.0` is the driver udata of a verb's attribute bundle; the context, if
-        // any, is alive during the verb and belongs to this driver's device.
+    pub fn ucontext(&self) -> Option<&UContext<T>> {
+        // SAFETY: `self.0` is the `driver_udata` of a verb's attribute bundle (the helper is
+        // `rdma_udata_to_drv_context()` without the cast); the bundle's `context` is null or
+        // the ufile's user context (`rdma_core.c` 308, 451, 863 set it from the uobject's),
+        // alive during the verb, and by the type invariant a `UContext<T>`.
         unsafe {
             let ctx = bindings::rdma_udata_ucontext(self.0.get());
             ctx.cast::<UContext<T>>().as_ref()
@@ -91,13 +101,15 @@ impl UData {
 ///
 /// # Invariants
 ///
-/// `ib` is at offset 0 and initialised by the core; `data` is initialised between a
-/// successful `alloc_ucontext` and `dealloc_ucontext`.
+/// `ib` is at offset 0 and initialised by the core; `mmaps` and `data` are initialised between
+/// a successful `alloc_ucontext` and `dealloc_ucontext`.
 #[repr(C)]
 #[pin_data]
 pub struct UContext<T: Driver> {
     #[pin]
     ib: Opaque<bindings::ib_ucontext>,
+    #[pin]
+    mmaps: MmapTable,
     #[pin]
     data: T::UContext,
 }
@@ -111,6 +123,11 @@ impl<T: Driver> UContext<T> {
     /// Returns the driver data of the user context.
     pub fn data(&self) -> &T::UContext {
         &self.data
+    }
+
+    /// Returns the context's table of mmap entries.
+    pub(crate) fn mmaps(&self) -> &MmapTable {
+        &self.mmaps
     }
 
     /// Returns the device of the user context.
@@ -138,12 +155,20 @@ pub(super) unsafe fn alloc<T: Driver>(
     // operations only while the device data is alive.
     let dev = unsafe { Device::<T>::from_raw((*uctx).device) };
     let ctx = uctx.cast::<UContext<T>>();
-    // SAFETY: `udata` is null or valid for the call.
+    // SAFETY: `mmaps` is uninitialised memory in the core's allocation, which never moves;
+    // the initialiser cannot fail.
+    unsafe { pin_init::raw_try_init(&raw mut (*ctx).mmaps, MmapTable::new()) }?;
+    // SAFETY: `udata` is null or valid for the call, an operation of a `Device<T>`.
     let init = T::alloc_ucontext(dev, unsafe { UData::from_raw(udata) });
-    // SAFETY: `data` is uninitialised memory in the core's allocation, which never
-    // moves. On failure nothing is initialised and the core frees the allocation
-    // without calling `dealloc_ucontext`.
-    unsafe { pin_init::raw_try_init(&raw mut (*ctx).data, init) }
+    // SAFETY: `data` is uninitialised memory in the core's allocation, which never moves.
+    let ret = unsafe { pin_init::raw_try_init(&raw mut (*ctx).data, init) };
+    if ret.is_err() {
+        // SAFETY: `mmaps` was initialised above and is empty (no verb ran on the context);
+        // the core frees the allocation without calling `dealloc_ucontext`
+        // (`uverbs_cmd.c` 247-250, `ib_alloc_ucontext()`).
+        unsafe { core::ptr::drop_in_place(&raw mut (*ctx).mmaps) };
+    }
+    ret
 }
 
 /// `dealloc_ucontext` trampoline body.
@@ -153,8 +178,17 @@ pub(super) unsafe fn alloc<T: Driver>(
 /// `uctx` was initialised by a successful `alloc_ucontext`; the core frees it next.
 pub(super) unsafe fn dealloc<T: Driver>(uctx: *mut bindings::ib_ucontext) {
     let ctx = uctx.cast::<UContext<T>>();
-    // SAFETY: `data` is initialised (successful `alloc_ucontext`) and is not used again.
-    unsafe { core::ptr::drop_in_place(&raw mut (*ctx).data) };
+    // SAFETY: The context is alive for the call (successful `alloc_ucontext`, not freed yet).
+    // Every object of the context was destroyed before (`rdma_core.c`
+    // `uverbs_destroy_ufile_hw()`), so this only removes entries of buffers a driver still
+    // holds; the core expects none left after this call (`uverbs_main.c` 977-978).
+    unsafe { (*ctx).mmaps.remove_all() };
+    // SAFETY: `data` and `mmaps` are initialised (successful `alloc_ucontext`) and are not
+    // used again.
+    unsafe {
+        core::ptr::drop_in_place(&raw mut (*ctx).data);
+        core::ptr::drop_in_place(&raw mut (*ctx).mmaps);
+    }
 }
 
 /// `disassociate_ucontext` trampoline body.

@@ -375,10 +375,10 @@ impl<T: Driver> DeviceVTable<T> {
     /// See [`cq::destroy`].
     unsafe extern "C" fn destroy_cq_callback(
         cq: *mut bindings::ib_cq,
-        _udata: *mut bindings::ib_udata,
+        udata: *mut bindings::ib_udata,
     ) -> c_int {
         // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { cq::destroy::<T>(cq) }.map(|()| 0))
+        from_result(|| unsafe { cq::destroy::<T>(cq, udata) }.map(|()| 0))
     }
 
     /// # Safety
@@ -489,10 +489,10 @@ impl<T: Driver> DeviceVTable<T> {
     /// See [`qp::destroy`].
     unsafe extern "C" fn destroy_qp_callback(
         ibqp: *mut bindings::ib_qp,
-        _udata: *mut bindings::ib_udata,
+        udata: *mut bindings::ib_udata,
     ) -> c_int {
         // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { qp::destroy::<T>(ibqp) }.map(|()| 0))
+        from_result(|| unsafe { qp::destroy::<T>(ibqp, udata) }.map(|()| 0))
     }
 
     /// # Safety

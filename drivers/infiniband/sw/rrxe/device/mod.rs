@@ -220,7 +220,7 @@ impl RrxeDev {
         if old.is_some() {
             // The data path may still be copying to or from the region on another CPU, in a
             // section with bottom halves disabled: wait for it before unpinning.
-            kernel::rdma::synchronize_rcu();
+            kernel::sync::rcu::synchronize_rcu();
         }
         // Dropping the region unpins memory, which sleeps: outside the BH section.
         drop(old);

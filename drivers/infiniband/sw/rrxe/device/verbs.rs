@@ -31,6 +31,7 @@ use kernel::rdma::{
     pd::Pd,
     qp::{AhAttr, Qp, QpAttrs, QpCaps, QpInit},
     srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
+    usecnt::Dying,
     wr::{KernelDma, RecvWr, SendWr, Wc},
 };
 use kernel::sync::atomic::ordering::Relaxed;
@@ -69,7 +70,7 @@ impl Driver for Rrxe {
         }
     }
 
-    fn query_device(dev: &Device<Self>, udata: Option<&UData>) -> Result<DeviceAttrs> {
+    fn query_device(dev: &Device<Self>, udata: Option<&UData<Self>>) -> Result<DeviceAttrs> {
         // The rxe ABI has no driver-specific query payload.
         if udata.is_some_and(|u| u.in_len() != 0 || u.out_len() != 0) {
             return Err(EINVAL);
@@ -208,7 +209,7 @@ impl Driver for Rrxe {
 
     fn alloc_ucontext(
         _dev: &Device<Self>,
-        _udata: Option<&UData>,
+        _udata: Option<&UData<Self>>,
     ) -> impl PinInit<RrxeUContext, Error> {
         // The rxe ABI passes no data with the context; librxe sends none and reads none.
         Ok::<_, Error>(RrxeUContext)
@@ -221,7 +222,7 @@ impl Driver for Rrxe {
     /// mapping in the uverbs file), so the process then reads zeroed pages.
     fn disassociate_ucontext(_ctx: &UContext<Self>) {}
 
-    fn alloc_pd(dev: &Device<Self>, _udata: Option<&UData>) -> impl PinInit<RrxePd, Error> {
+    fn alloc_pd(dev: &Device<Self>, _udata: Option<&UData<Self>>) -> impl PinInit<RrxePd, Error> {
         let data = dev.data();
         data.pds
             .take()
@@ -235,7 +236,7 @@ impl Driver for Rrxe {
         RrxeCq::new(init, dev.data().cqs.take()?)
     }
 
-    fn destroy_cq(_cq: &Cq<Self>) -> Result {
+    fn destroy_cq(_cq: &Dying<'_, Cq<Self>>) -> Result {
         // The core only destroys CQs that no QP uses; the data drops next.
         Ok(())
     }
@@ -244,7 +245,7 @@ impl Driver for Rrxe {
         cq.data().req_notify(flags)
     }
 
-    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: Option<&UData>) -> Result {
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: Option<&UData<Self>>) -> Result {
         RrxeCq::resize(cq, cqe, udata)
     }
 
@@ -256,7 +257,7 @@ impl Driver for Rrxe {
         RrxeQp::new(dev, pd, init)
     }
 
-    fn modify_qp(qp: &Qp<Self>, attrs: &QpAttrs, _udata: Option<&UData>) -> Result {
+    fn modify_qp(qp: &Qp<Self>, attrs: &QpAttrs, _udata: Option<&UData<Self>>) -> Result {
         RrxeQp::modify(qp, attrs)
     }
 
@@ -285,7 +286,7 @@ impl Driver for Rrxe {
         srq: &Srq<Self>,
         attrs: &SrqAttrs,
         mask: SrqAttrMask,
-        udata: Option<&UData>,
+        udata: Option<&UData<Self>>,
     ) -> Result {
         RrxeSrq::modify(srq, attrs, mask, udata)
     }
@@ -294,7 +295,7 @@ impl Driver for Rrxe {
         Ok(RrxeSrq::query(srq))
     }
 
-    fn destroy_srq(_srq: &Srq<Self>) -> Result {
+    fn destroy_srq(_srq: &Dying<'_, Srq<Self>>) -> Result {
         // The core destroys an SRQ only once no QP uses it (each QP's data path holds a use
         // count while it may take WQEs from it): its data is simply dropped next.
         Ok(())
@@ -323,7 +324,7 @@ impl Driver for Rrxe {
     fn reg_user_mr(
         pd: &Pd<Self>,
         req: &UserMrReq,
-        _udata: Option<&UData>,
+        _udata: Option<&UData<Self>>,
     ) -> Result<(MrKeys, impl PinInit<RrxeMr, Error>)> {
         let (keys, mr) = RrxeMr::reg_user(pd, req)?;
         Ok((keys, Ok::<_, Error>(mr)))

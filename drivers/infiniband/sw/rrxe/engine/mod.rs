@@ -13,9 +13,9 @@
 //! - `req.rs`: the requester of RC and UC: send WQEs copied, validated and posted to the
 //!   sender, request packets out, responses in;
 //! - `resp.rs`: the responder of RC and UC: requests in, payloads placed, READ responses,
-//!   atomics and acknowledgements out;
+//!   atomics and acknowledgments out;
 //! - `replies.rs`: the responder's transmit queue: READ responses in bounded bursts, in PSN
-//!   order with the acknowledgements after them;
+//!   order with the acknowledgments after them;
 //! - `ud.rs`: unreliable datagrams, both directions;
 //! - `comp.rs`: completions into the CQ rings, the error state and flushing;
 //! - `mem.rs`: the one key resolver every memory access goes through, scatter and gather;
@@ -36,7 +36,8 @@
 //! out once, validated ([`validate_send_wqe`], [`validate_recv_wqe`]) and only
 //! the copy is used: a send WQE's copy stays in the shadow ring until it completes, the
 //! receive WQE being filled in `rwqe`. A kernel consumer's work requests are checked by the
-//! same rules when posted and copied into the same places, without being validated again. Every local key in a WQE is resolved against the
+//! same rules when posted and copied into the same places, without being validated again. Every
+//! local key in a WQE is resolved against the
 //! device's key table, the QP's protection domain and the region's bounds before any byte
 //! moves, and every remote key of a request from the wire likewise, with the access right
 //! the opcode needs ([`QpShared::resolve`]).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The responder's transmit queue: READ responses sent in bounded bursts, in PSN order with
-//! the acknowledgements and atomic ACKs that follow them.
+//! the acknowledgments and atomic ACKs that follow them.
 //!
 //! One READ request of up to 2 GiB asks for up to 2^21 response packets at the smallest
 //! MTU. Building them all at once, in the softirq that received the request and under the
@@ -15,7 +15,7 @@
 //!
 //! Responses must reach the requester in PSN order (IBA 9.7.5.1.3: an ACK beyond an
 //! incomplete READ tells the requester the READ's responses were lost), so while anything
-//! is queued, later acknowledgements and atomic ACKs queue behind it. ACKs are cumulative:
+//! is queued, later acknowledgments and atomic ACKs queue behind it. ACKs are cumulative:
 //! a new one replaces an ACK or NAK waiting at the tail, which bounds the queue by the
 //! READs and atomics outstanding. A duplicate READ (C9-112) at PSN `p` means the requester
 //! went back to `p` (go-back-N) and will ask again for every request after it: whatever is
@@ -47,7 +47,7 @@ pub(super) const REPLY_BUDGET: u32 = 64;
 pub(super) const TX_WAIT_US: u32 = 1000;
 
 /// Capacity of the queue of a responder with `max_dest_rd_atomic` responder resources: a
-/// READ or atomic ACK and one acknowledgement after each of the READs and atomics the
+/// READ or atomic ACK and one acknowledgment after each of the READs and atomics the
 /// requester may have outstanding (no more than the responder's resources, IBA 9.5), and
 /// one more. A requester that keeps more outstanding finds the excess dropped and counted
 /// (`RepliesDropped`): its retry asks again, as for a lost response.
@@ -104,13 +104,13 @@ fn drop_from(q: &mut ReplyQueue, psn: Psn, mtu: PathMtu) {
 }
 
 impl QpShared {
-    /// Sends an acknowledgement, or queues it behind the responses before it.
+    /// Sends an acknowledgment, or queues it behind the responses before it.
     pub(super) fn reply_ack(&self, e: &mut Engine, r: Reply) {
         if e.replies.is_empty() {
             self.send_headers(e, &r.spec(e.dest_qpn, PKEY));
             return;
         }
-        // Acknowledgements are cumulative: the newest one says all an older one said.
+        // Acknowledgments are cumulative: the newest one says all an older one said.
         if let Some(Queued::Ack(tail)) = e.replies.back_mut() {
             *tail = r;
             return;

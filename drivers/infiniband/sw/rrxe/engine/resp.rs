@@ -148,7 +148,7 @@ impl QpShared {
         {
             // Only the global visibility type is ever granted (no region can be registered
             // for persistence): what this CPU wrote into the region is made visible before
-            // the acknowledgement goes out, as rdma_rxe's wmb().
+            // the acknowledgment goes out, as rdma_rxe's wmb().
             self.check_flush(a.rkey, a.va, len, whole_region)?;
             barrier::mb(barrier::Write);
             return Ok(0);

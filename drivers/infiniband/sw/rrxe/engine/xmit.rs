@@ -119,7 +119,7 @@ impl QpShared {
         });
     }
 
-    /// Sends a packet without payload (an acknowledgement) to the connected peer, counting
+    /// Sends a packet without payload (an acknowledgment) to the connected peer, counting
     /// the outcome (a lost one is recovered by the requester).
     pub(super) fn send_headers(&self, e: &mut Engine, spec: &PacketSpec<'_>) {
         let id = e.next_ip_id();

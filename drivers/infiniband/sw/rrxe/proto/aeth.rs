@@ -108,11 +108,11 @@ pub enum NakCode {
 /// A decoded AETH syndrome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Syndrome {
-    /// Positive acknowledgement with an end-to-end credit count.
+    /// Positive acknowledgment with an end-to-end credit count.
     Ack(Credits),
     /// Receiver not ready: retry after the given delay.
     RnrNak(RnrTimer),
-    /// Negative acknowledgement.
+    /// Negative acknowledgment.
     Nak(NakCode),
 }
 

@@ -8,17 +8,17 @@
 //! RETH or AtomicETH virtual address in a packet, checked against an rkey). Direction and
 //! naming do not coincide: the responder's gather for an RDMA READ is wire-named.
 //!
-//! | operation     | requester gather | requester scatter   | responder gather   | responder scatter |
-//! |---------------|------------------|---------------------|--------------------|-------------------|
-//! | SEND          | WQE, local read  | -                   | -                  | RQ WQE, local write |
-//! | WRITE         | WQE, local read  | -                   | -                  | RETH, remote write |
-//! | READ request  | -                | -                   | RETH, remote read  | -                 |
-//! | READ response | -                | WQE, local write    | RETH, remote read  | -                 |
-//! | CMP_SWP/F_ADD | -                | -                   | AtomicETH, remote atomic | AtomicETH, remote atomic |
-//! | atomic ACK    | -                | WQE, local write    | -                  | -                 |
-//! | ATOMIC WRITE  | WQE, local read  | -                   | -                  | RETH, remote write |
-//! | FLUSH         | -                | -                   | -                  | RETH, remote flush |
-//! | ACK, CNP      | -                | -                   | -                  | -                 |
+//! | operation | requester gather | requester scatter | responder gather | responder scatter |
+//! |---|---|---|---|---|
+//! | SEND | WQE, local read | - | - | RQ WQE, local write |
+//! | WRITE | WQE, local read | - | - | RETH, remote write |
+//! | READ request | - | - | RETH, remote read | - |
+//! | READ response | - | WQE, local write | RETH, remote read | - |
+//! | CMP_SWP/F_ADD | - | - | AtomicETH, remote atomic | AtomicETH, remote atomic |
+//! | atomic ACK | - | WQE, local write | - | - |
+//! | ATOMIC WRITE | WQE, local read | - | - | RETH, remote write |
+//! | FLUSH | - | - | - | RETH, remote flush |
+//! | ACK, CNP | - | - | - | - |
 //!
 //! WRITE with immediate places its payload like any WRITE; the immediate additionally
 //! consumes one receive WQE ([`super::opcode::OpInfo::consumes_rwqe`]). WRITE middle/last

@@ -161,7 +161,9 @@ macro_rules! fixed_layout {
             }
         }
 
-        #[doc = concat!("Builder for [`", stringify!($view), "`]: the ", $what, "'s fields by value.")]
+        #[doc = concat!(
+            "Builder for [`", stringify!($view), "`]: the ", $what, "'s fields by value."
+        )]
         $(#[$bmeta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub struct $fields {
@@ -174,7 +176,9 @@ macro_rules! fixed_layout {
             #[doc = concat!("Size of the ", $what, " in bytes.")]
             pub const LEN: usize = $len;
 
-            #[doc = concat!("Serialises the ", $what, " into the first [`Self::LEN`] bytes of `out`.")]
+            #[doc = concat!(
+                "Serialises the ", $what, " into the first [`Self::LEN`] bytes of `out`."
+            )]
             pub fn write(&self, out: &mut [u8]) -> Result<(), $crate::proto::BufferTooSmall> {
                 let out: &mut [u8; $len] =
                     out.first_chunk_mut().ok_or($crate::proto::BufferTooSmall)?;

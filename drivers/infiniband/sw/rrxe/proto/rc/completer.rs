@@ -32,7 +32,7 @@
 //!   that rdma-core's tools ask for) is waited for, and a dead one still ends the QP with
 //!   [`WcStatus::RetryExcErr`], after about 127 timeouts instead of never.
 //! - rxe resets the retry counters only on a positive ACK; here any forward progress
-//!   (including the implicit acknowledgement of a NAK) resets them, so that a lossy but
+//!   (including the implicit acknowledgment of a NAK) resets them, so that a lossy but
 //!   working link cannot exhaust them.
 //! - rxe keeps sending new packets while it waits for the RNR timer; here transmission
 //!   pauses (they would only be rejected as out of sequence).
@@ -41,7 +41,8 @@
 //!
 //! RDMA READ and atomic WQEs complete only by their responses (IBA 9.7.5.1.3): READ
 //! response packets must arrive in PSN order (the first one may implicitly acknowledge the
-//! PSNs before it), and an atomic ACKnowledge carries the original value. [`Sender::check_response`]
+//! PSNs before it), and an atomic ACKnowledge carries the original value.
+//! [`Sender::check_response`]
 //! tells the caller where a response's data goes before [`Sender::on_response`] takes it;
 //! if placing fails, [`Sender::on_local_error`] fails the WQE instead. An ACK or NAK can
 //! never complete a READ or atomic: one whose PSN lies beyond an incomplete READ or atomic
@@ -456,7 +457,7 @@ impl<const N: usize> Sender<N> {
     }
 
     /// Acknowledges every PSN before `new_una`; returns `true` if that is progress. Unless
-    /// `data` (a READ response or atomic ACK), the acknowledgement stops at the first
+    /// `data` (a READ response or atomic ACK), the acknowledgment stops at the first
     /// incomplete READ or atomic WQE.
     fn ack_through(&mut self, new_una: Psn, data: bool) -> bool {
         let new_una = match self.ack_limit() {
@@ -500,7 +501,7 @@ impl<const N: usize> Sender<N> {
         }
         self.retry_left = self.retry_left.wrapping_sub(1);
         self.retry_started = true;
-        // Packets were lost: send less until acknowledgements show the path has room.
+        // Packets were lost: send less until acknowledgments show the path has room.
         self.cwnd
             .on_loss(self.max_sent.diff(self.una).unsigned_abs(), timeout);
         if timeout {

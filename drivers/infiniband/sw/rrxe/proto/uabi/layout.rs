@@ -305,7 +305,11 @@ macro_rules! union_accessors {
                     Le::read(&self.wr, 0)
                 }
 
-                #[doc = concat!("Overwrites the start of the `wr` union with `v` (see [`Self::", stringify!($get), "`]).")]
+                #[doc = concat!(
+                    "Overwrites the start of the `wr` union with `v` (see [`Self::",
+                    stringify!($get),
+                    "`]).",
+                )]
                 pub fn $set(&mut self, v: $ty) {
                     Le::write(v, &mut self.wr, 0);
                 }

@@ -373,8 +373,11 @@ impl QueueKind {
     ///
     /// | queue | kernel | librxe |
     /// |---|---|---|
-    /// | SQ, RQ, SRQ | load-acquire producer, store-release consumer | load-acquire consumer (full check), store-release producer |
-    /// | CQ | load-acquire consumer (full check), store-release producer | load-acquire producer, store-release consumer |
+    /// | SQ, RQ, SRQ | acquire producer, release consumer | acquire consumer (full), release producer |
+    /// | CQ | acquire consumer (full), release producer | acquire producer, release consumer |
+    ///
+    /// ("acquire X": load-acquire of index X; "release X": store-release of index X; "full":
+    /// the full check.)
     pub const fn accesses(self, side: Side) -> [IndexAccess; 2] {
         match self.owned_index(side) {
             IndexField::Producer => [

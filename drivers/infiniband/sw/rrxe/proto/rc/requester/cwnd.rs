@@ -25,7 +25,7 @@
 //! (a READ request always goes out when it is the oldest, whatever its PSN span).
 
 /// Smallest congestion window, in PSNs: after a local ACK timeout the requester sends
-/// this many before it waits for an acknowledgement (TCP's loss window is one segment;
+/// this many before it waits for an acknowledgment (TCP's loss window is one segment;
 /// two keep the AckReq period, and so the ACK clock, going).
 pub const CWND_MIN: u32 = 2;
 
@@ -71,7 +71,7 @@ impl Cwnd {
         CWND_MIN.min(self.max)
     }
 
-    /// Takes the acknowledgement of `n` more PSNs.
+    /// Takes the acknowledgment of `n` more PSNs.
     pub fn on_ack(&mut self, n: u32) {
         if self.cwnd < self.ssthresh {
             // Slow start, up to the threshold.

@@ -179,7 +179,7 @@ pub struct Sender<const N: usize> {
     /// Packets sent since the last one with AckReq.
     pub(super) noack_pkts: u32,
     /// One past the last PSN of the latest packet sent with AckReq: while it lies in
-    /// `una + 1 ..= cursor`, an acknowledgement is owed and a full window asks for no other.
+    /// `una + 1 ..= cursor`, an acknowledgment is owed and a full window asks for no other.
     pub(super) ack_asked: Psn,
     /// Head slots acknowledged but not yet returned by `poll`.
     pub(super) done: usize,
@@ -495,7 +495,8 @@ impl<const N: usize> Sender<N> {
     /// Reports the outcome of the local operation [`Sender::next_local`] returned: on
     /// success the cursor moves past it; on failure it stops there, and once every earlier
     /// WQE has completed the operation completes with its error status
-    /// ([`WrOp::local_error`]) and the send side enters the error state. Ignored unless `id` is that operation.
+    /// ([`WrOp::local_error`]) and the send side enters the error state. Ignored unless `id` is
+    /// that operation.
     pub fn local_done(&mut self, id: u32, ok: bool) {
         let i = self.index(self.tx_slot);
         if self.tx_slot >= self.len || self.tx_pkt != 0 {

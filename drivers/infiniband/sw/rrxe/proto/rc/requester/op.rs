@@ -85,7 +85,7 @@ impl WrOp {
     }
 
     /// Returns `true` for ATOMIC WRITE and FLUSH, which the responder answers with an empty
-    /// RDMA READ response ONLY carrying their PSN (as rdma_rxe), an acknowledgement.
+    /// RDMA READ response ONLY carrying their PSN (as rdma_rxe), an acknowledgment.
     pub const fn acked_by_empty_read_response(self) -> bool {
         matches!(self, Self::AtomicWrite | Self::Flush)
     }
@@ -187,7 +187,7 @@ pub enum Transport {
     /// Reliable Connected (IBA 9.7): ACKs, NAKs, retransmission, READ and atomics.
     #[default]
     Rc,
-    /// Unreliable Connected (IBA 9.8): no acknowledgements and no retransmission; a WQE
+    /// Unreliable Connected (IBA 9.8): no acknowledgments and no retransmission; a WQE
     /// completes once its last packet is handed out. SEND and RDMA WRITE only.
     Uc,
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The responder resources (C9-112, C9-114): READ, atomic and ATOMIC WRITE requests remembered so that a
+//! The responder resources (C9-112, C9-114): READ, atomic and ATOMIC WRITE requests remembered so
+//! that a
 //! duplicate is answered again (a READ executed again from its PSN, an atomic from its saved
 //! result) rather than executed twice. A [`Responder`] keeps them in a [`ResourceTable`]: a
 //! fixed array of [`MAX_RESOURCES`] for the host tests and KUnit, or the slots the driver

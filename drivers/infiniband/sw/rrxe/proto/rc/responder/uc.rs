@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Unreliable Connected (UC) mode of the responder (IBA 9.8.3): SEND and RDMA WRITE only,
-//! without acknowledgements, retries or RNR NAKs, on top of the RC checks of
+//! without acknowledgments, retries or RNR NAKs, on top of the RC checks of
 //! [`Responder::on_request`].
 
 use super::super::super::opcode::Op;
@@ -9,7 +9,7 @@ use super::{InMsg, Request, ResourceTable, RespOutcome, Responder};
 
 impl<R: ResourceTable> Responder<R> {
     /// Decides what to do with a request on an Unreliable Connected QP (IBA 9.8.3): no
-    /// acknowledgements, no retries, no RNR NAKs. A PSN other than the expected one means
+    /// acknowledgments, no retries, no RNR NAKs. A PSN other than the expected one means
     /// packets were lost: the message in progress is abandoned (its receive WQE, if one was
     /// begun, is reused by the next SEND) and only a FIRST or ONLY packet starts the next
     /// one. A message for which no receive WQE is posted, or that breaks the rules a RC

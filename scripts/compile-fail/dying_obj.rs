@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Compile-fail test (scripts/compile-fail.sh): a dying object does not hand out the object
+//! itself (no way around the type to a `&Cq`).
+//!
+//! EXPECT: E0616
+
+use kernel::prelude::*;
+use kernel::rdma::{cq::Cq, device::Driver, usecnt::Dying};
+
+#[allow(dead_code)]
+fn destroy_cq<T: Driver>(cq: &Dying<'_, Cq<T>>) -> Result {
+    let _data = cq.data();
+    let _inner: &Cq<T> = cq.obj; // FAIL
+    Ok(())
+}
+
+struct M;
+
+impl kernel::Module for M {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        Ok(M)
+    }
+}
+
+module! {
+    type: M,
+    name: "cf_dying_obj",
+    authors: ["rrxe developers"],
+    description: "compile-fail snippet",
+    license: "GPL",
+}

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Compile-fail test (scripts/compile-fail.sh): safe code cannot make the token that reads and
+//! writes kernel DMA addresses: only the QP trampolines make it, for QPs of kernel consumers.
+//!
+//! EXPECT: E0624
+
+use kernel::prelude::*;
+use kernel::rdma::wr::KernelDma;
+
+#[allow(dead_code)]
+fn forge(buf: &mut [u8]) -> Result {
+    // OK: let dma: Option<KernelDma> = None;
+    let dma = Some(KernelDma::new()); // FAIL
+    match dma {
+        Some(d) => d.read(0, buf),
+        None => Ok(()),
+    }
+}
+
+struct M;
+
+impl kernel::Module for M {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        Ok(M)
+    }
+}
+
+module! {
+    type: M,
+    name: "cf_kernel_dma",
+    authors: ["rrxe developers"],
+    description: "compile-fail snippet",
+    license: "GPL",
+}
