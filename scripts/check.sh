@@ -159,6 +159,22 @@ if want static; then
 		tail -20 "$OUTDIR/compile-fail.log"; fail "compile_fail: scripts/compile-fail.sh exit $cfrc"
 	fi
 fi
+# The patch series a user carries into their tree (make series): it applies to the pristine
+# 7.3.4 files, and checkpatch --strict finds nothing but the one warning each new-file patch
+# gets because the MAINTAINERS entry is a patch of its own, the last of the series.
+if want static; then
+	if RRXE_SIGNOFF="rrxe check <check@localhost>" "$REPO/scripts/series.sh" "$OUTDIR/series" >"$OUTDIR/series.log" 2>&1; then
+		pass "series_applies: make series applies to Linux $LINUX_VER"
+		other=$(grep -E ': (ERROR|WARNING|CHECK):' "$OUTDIR/series/checkpatch.txt" | grep -v 'does MAINTAINERS need updating' || true)
+		if [ -z "$other" ]; then
+			pass "series_checkpatch_strict: $(grep -c 'MAINTAINERS need updating' "$OUTDIR/series/checkpatch.txt") MAINTAINERS-order warnings only"
+		else
+			echo "$other" | head -20; fail "series_checkpatch_strict: $(echo "$other" | wc -l) findings (build/check/series/checkpatch.txt)"
+		fi
+	else
+		tail -20 "$OUTDIR/series.log"; fail "series_applies"
+	fi
+fi
 if want pyverbs; then
 	"$REPO/scripts/pyverbs-cpio.sh" >>"$OUTDIR/initramfs.log" 2>&1 || { cat "$OUTDIR/initramfs.log"; fail pyverbs_archive; }
 fi

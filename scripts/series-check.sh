@@ -32,7 +32,8 @@ if ! git -C "$ST" rev-parse -q --verify pristine >/dev/null 2>&1; then
 	grep -q "^SUBLEVEL = 4" "$tmp/linux-source-7.3/Makefile" || rrxe_die "unexpected kernel version in $deb"
 	mv "$tmp/linux-source-7.3" "$ST" && rm -rf "$tmp"
 	git -C "$ST" init -q
-	git -C "$ST" add -A
+	# -f: Debian's .gitignore ignores everything at the top level.
+	git -C "$ST" add -A -f
 	git -C "$ST" commit -q -m "Linux $LINUX_VER (Debian linux-source-7.3)"
 	git -C "$ST" tag pristine
 fi

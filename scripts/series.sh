@@ -146,14 +146,17 @@ built on." --
 g format-patch -q --no-signature -o "$DIR" "$BASE..HEAD"
 rrxe_log "wrote $(ls "$DIR"/*.patch | wc -l) patches to $DIR (author and Signed-off-by: $name <$email>)"
 
-# checkpatch --strict, against the cached tree (file paths, MAINTAINERS).
-if perl "$KSRC/scripts/checkpatch.pl" --strict --root="$KSRC" --no-summary --terse --showfile \
-	"$DIR"/*.patch >"$DIR/checkpatch.txt" 2>&1; then :; fi
+# checkpatch --strict, against the cached tree (file paths, MAINTAINERS), one patch at a
+# time. spdxcheck.py needs python3-ply, which the kernel build does not: its traceback is
+# dropped (checkpatch then skips the SPDX license check only).
+: >"$DIR/checkpatch.txt"
 for p in "$DIR"/*.patch; do
 	b=$(basename "$p")
-	n_err=$(grep -c "^$b:.*ERROR:" "$DIR/checkpatch.txt" || true)
-	n_warn=$(grep -c "^$b:.*WARNING:" "$DIR/checkpatch.txt" || true)
-	n_chk=$(grep -c "^$b:.*CHECK:" "$DIR/checkpatch.txt" || true)
+	perl "$KSRC/scripts/checkpatch.pl" --strict --root="$KSRC" --no-summary --terse "$p" 2>/dev/null |
+		sed "s|^$p:|$b:|" >>"$DIR/checkpatch.txt" || true
+	n_err=$(grep -c "^$b:.*: ERROR:" "$DIR/checkpatch.txt" || true)
+	n_warn=$(grep -c "^$b:.*: WARNING:" "$DIR/checkpatch.txt" || true)
+	n_chk=$(grep -c "^$b:.*: CHECK:" "$DIR/checkpatch.txt" || true)
 	echo "checkpatch --strict $b: $n_err errors, $n_warn warnings, $n_chk checks"
 done | tee "$DIR/checkpatch-summary.txt"
 

@@ -25,6 +25,18 @@ mkdir -p "$CACHE"
 log() { printf '[setup] %s\n' "$*" >&2; }
 die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
 
+# --- 0. What setup cannot install: fail fast, each with its fix -------------------------
+export PATH="$HOME/.cargo/bin:$PATH"
+[ "$(uname -m)" = x86_64 ] || die "x86-64 only (the guests are x86-64 QEMU TCG machines)"
+[ -r /etc/debian_version ] || die "Debian 12 (bookworm) expected: setup installs its packages with apt-get"
+for t in rustc cargo rustfmt; do
+	command -v "$t" >/dev/null || die "no $t: install Rust with rustup (https://rustup.rs), e.g. 'rustup toolchain install 1.95.0 --component rustfmt,clippy'"
+done
+cargo clippy --version >/dev/null 2>&1 || die "no clippy for $(rustc --version): 'rustup component add clippy' (make kernel builds with CLIPPY=1)"
+avail=$(df -Pk "$CACHE" | awk 'NR == 2 {print int($4 / 1024 / 1024)}')
+[ "${avail:-0}" -ge 4 ] || [ -f "$CACHE/linux-$LINUX_VER/.rrxe-extracted" ] ||
+	die "about 3 GB needed under $CACHE (${avail} GB free): free some space or set RRXE_CACHE"
+
 # --- 1. Debian 12 packages -------------------------------------------------------------
 DEB_PKGS=(
 	build-essential flex bison bc libelf-dev libssl-dev cpio kmod dwarves xz-utils rsync
@@ -38,6 +50,7 @@ for p in "${DEB_PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
+	[ "$(id -u)" = 0 ] || die "run as root (apt-get), or install these Debian packages first: ${missing[*]}"
 	log "installing Debian packages: ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq || die "apt-get update failed"

@@ -40,7 +40,7 @@ __rust_helper void *rust_helper_rdma_vmalloc_user_account(unsigned long size)
  * close), once the memory is mapped.
  */
 __rust_helper int rust_helper_rdma_umap_track(struct vm_area_struct *vma,
-					       struct rdma_user_mmap_entry *entry)
+					      struct rdma_user_mmap_entry *entry)
 {
 	struct rdma_umap_priv *priv = kzalloc(sizeof(*priv), GFP_KERNEL);
 

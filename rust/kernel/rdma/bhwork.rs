@@ -53,7 +53,7 @@ pub unsafe trait HasBhWork: BhWorkCallback {
 ///
 /// # Invariants
 ///
-/// `work` was set up with [`Self::run`] as its function. It is only queued while it is the
+/// `work` was set up with `Self::run` as its function. It is only queued while it is the
 /// field of a pinned `T` that [`HasBhWork`] names, and such a `T` cancels it before any of its
 /// fields is dropped.
 #[pin_data(PinnedDrop)]

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Asynchronous events of RDMA objects (`struct ib_event`) for their owners' event handlers:
-//! [`object_event`] builds one, and [`QpEvents`] delivers a queue pair's for as long as the
+//! `object_event` builds one, and [`QpEvents`] delivers a queue pair's for as long as the
 //! QP exists (CQ and SRQ events go through `Cq::error_event` and `Srq::limit_reached`,
 //! whose objects a driver holds counted uses of).
 //!

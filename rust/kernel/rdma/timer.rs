@@ -68,7 +68,7 @@ pub unsafe trait HasTimer<const ID: u64 = 0>: TimerCallback<ID> {
 ///
 /// # Invariants
 ///
-/// `timer` was set up by `timer_init_key` with [`Self::run`] as its function. It is only
+/// `timer` was set up by `timer_init_key` with `Self::run` as its function. It is only
 /// armed while it is the field of a pinned `T` that [`HasTimer`] names, and such a `T` shuts
 /// it down before any of its fields is dropped.
 #[pin_data(PinnedDrop)]

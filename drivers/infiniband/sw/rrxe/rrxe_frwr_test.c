@@ -617,8 +617,10 @@ static void modify_device_node_desc(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ib_modify_device(dev, 1 << 7, &m), -EOPNOTSUPP);
 }
 
-/* rdma_query_ah returns the address vector an AH was created with; rdma_modify_ah changes
- * it. */
+/*
+ * rdma_query_ah returns the address vector an AH was created with; rdma_modify_ah changes
+ * it.
+ */
 static void query_and_modify_ah(struct kunit *test)
 {
 	struct frwr_ctx *c = test->priv;
@@ -812,6 +814,7 @@ static struct kunit_suite rrxe_frwr_suite = {
 	.exit = frwr_exit,
 	.test_cases = rrxe_frwr_cases,
 };
+
 kunit_test_suite(rrxe_frwr_suite);
 
 MODULE_DESCRIPTION("KUnit tests of an RDMA device as a kernel storage consumer uses it");

@@ -373,11 +373,11 @@ impl QueueKind {
     ///
     /// | queue | kernel | librxe |
     /// |---|---|---|
-    /// | SQ, RQ, SRQ | acquire producer, release consumer | acquire consumer (full), release producer |
-    /// | CQ | acquire consumer (full), release producer | acquire producer, release consumer |
+    /// | SQ, RQ, SRQ | acquire P, release C | acquire C (full), release P |
+    /// | CQ | acquire C (full), release P | acquire P, release C |
     ///
-    /// ("acquire X": load-acquire of index X; "release X": store-release of index X; "full":
-    /// the full check.)
+    /// ("acquire X": load-acquire of index X; "release X": store-release of index X; P and C:
+    /// the producer and consumer indices; "full": the full check.)
     pub const fn accesses(self, side: Side) -> [IndexAccess; 2] {
         match self.owned_index(side) {
             IndexField::Producer => [
