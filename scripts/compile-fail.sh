@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Compile-fail tests of kernel::rdma: each snippet in scripts/compile-fail/ is a small
-# out-of-tree Rust module that uses the abstractions as a buggy driver would. It is built
-# twice against the kernel crate of the last kernel build ($KOUT):
+# Compile-fail tests of kernel::rdma: each snippet in scripts/compile-fail/ is the code of a
+# small out-of-tree Rust module (this script adds the module declaration) that uses the
+# abstractions as a buggy driver would. It is built twice against the kernel crate of the
+# last kernel build ($KOUT):
 #   - as written: the build must fail with the error code of its `//! EXPECT: E....` line,
-#     and every error must point at a line marked `// FAIL` (so the snippet fails for the
-#     reason it was written for, not a typo);
+#     every error must point at a line marked `// FAIL`, and every such line must have one
+#     (so the snippet fails for each reason it was written for, not a typo);
 #   - as the control: `// FAIL` lines removed and `// OK: code` lines uncommented: the build
 #     must succeed (the rest of the snippet is valid, so the failure above is the hole's).
 # A snippet that builds as written means a hole in the API came back.
@@ -26,7 +27,13 @@ bad=0
 build() {
 	local dir=$1 name=$2
 	mkdir -p "$dir"
-	cp "$3" "$dir/$name.rs"
+	{
+		cat "$3"
+		printf '\nstruct M;\n\nimpl kernel::Module for M {\n'
+		printf '    fn init(_module: &'"'"'static ThisModule) -> Result<Self> {\n        Ok(M)\n    }\n}\n\n'
+		printf 'module! {\n    type: M,\n    name: "%s",\n    authors: ["rrxe developers"],\n' "$name"
+		printf '    description: "compile-fail snippet",\n    license: "GPL",\n}\n'
+	} >"$dir/$name.rs"
 	echo "obj-m := $name.o" >"$dir/Kbuild"
 	# No CLIPPY: the snippets are judged by rustc's errors.
 	local a mk=()
@@ -58,6 +65,14 @@ for n in "${names[@]}"; do
 	if [ ${#locs[@]} = 0 ] || [ -n "$stray" ]; then
 		grep -E '^error' -A6 "$log" | head -30
 		echo "FAIL: $mod: errors outside the '// FAIL' lines (lines:${stray:- none found})"; bad=1; continue
+	fi
+	# ... and every `// FAIL` line has an error of its own.
+	silent=
+	for l in $(grep -n '// FAIL$' "$src" | cut -d: -f1); do
+		printf '%s\n' "${locs[@]}" | grep -qx "$l" || silent="$silent $l"
+	done
+	if [ -n "$silent" ]; then
+		echo "FAIL: $mod: '// FAIL' lines that compile (lines:$silent): that hole is back"; bad=1; continue
 	fi
 	# Control.
 	ctl=$OUT/$n-control.rs

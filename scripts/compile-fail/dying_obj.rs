@@ -13,19 +13,3 @@ fn destroy_cq<T: Driver>(cq: &Dying<'_, Cq<T>>) -> Result {
     let _inner: &Cq<T> = cq.obj; // FAIL
     Ok(())
 }
-
-struct M;
-
-impl kernel::Module for M {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
-        Ok(M)
-    }
-}
-
-module! {
-    type: M,
-    name: "cf_dying_obj",
-    authors: ["rrxe developers"],
-    description: "compile-fail snippet",
-    license: "GPL",
-}

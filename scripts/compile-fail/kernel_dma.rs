@@ -16,19 +16,3 @@ fn forge(buf: &mut [u8]) -> Result {
         None => Ok(()),
     }
 }
-
-struct M;
-
-impl kernel::Module for M {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
-        Ok(M)
-    }
-}
-
-module! {
-    type: M,
-    name: "cf_kernel_dma",
-    authors: ["rrxe developers"],
-    description: "compile-fail snippet",
-    license: "GPL",
-}

@@ -17,19 +17,3 @@ fn other<T: Driver, U: Driver>(udata: &UData<T>) -> Option<&UContext<U>> {
     // OK: None
     udata.ucontext() // FAIL
 }
-
-struct M;
-
-impl kernel::Module for M {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
-        Ok(M)
-    }
-}
-
-module! {
-    type: M,
-    name: "cf_udata_ucontext",
-    authors: ["rrxe developers"],
-    description: "compile-fail snippet",
-    license: "GPL",
-}
