@@ -5,8 +5,9 @@
 #   make demo      build everything, boot two QEMU guests, run ibv_rc_pingpong over rrxe
 #   make bench     perftest (64 KiB, QP scaling, size sweeps), pingpong, NVMe/RDMA and QP cost
 #                  for rrxe and rdma_rxe, interleaved, on a kernel without lock debugging
-#                  (build-bench/); writes Documentation/rrxe-bench.rst and its plots
-#                  (BENCH_QUICK=1: one quick round, not written; BENCH_PARTS: see bench.sh)
+#                  (build-bench/); writes build-bench/bench/rrxe-bench.rst and its plots
+#                  (BENCH_UPDATE_DOC=1: Documentation/ instead; BENCH_QUICK=1: one quick
+#                  round; BENCH_PARTS: see bench.sh)
 #   make profile   perf profiles of both guests during 64 KiB ib_write_bw/ib_read_bw, rrxe
 #                  and rdma_rxe, on the bench kernel (PROFILE_*: see scripts/profile.sh)
 #   make bench-read-large  a 1 GiB READ at MTU 256, rrxe and rdma_rxe, with the responder's

@@ -9,14 +9,16 @@
 # ceiling. BENCH_PARTS (default "main scale sweep qp", see scripts/bench/guest.sh) adds QP
 # scaling, size sweeps and the cost of a QP to the 64 KiB figures. scripts/bench/report.py
 # prints the tables and the targets of issue 13 and writes them, with the date and the
-# command, to Documentation/rrxe-bench.rst, with one SVG plot per swept tool beside it.
+# command, to build-bench/bench/rrxe-bench.rst (Documentation/rrxe-bench.rst with
+# BENCH_UPDATE_DOC=1), with one SVG plot per swept tool beside it.
 # BENCH_DURATION (default 8) is each perftest run's -D, BENCH_SWEEP_DURATION (default 4)
 # that of each sweep point; BENCH_SWEEP_BW and BENCH_SWEEP_LAT replace the sweeps' sizes
 # (e.g. BENCH_PARTS=sweep BENCH_SWEEP_BW="64 262144" BENCH_SWEEP_LAT= for two points); BENCH_QUICK=1 is one run of each, -D 3, no sweeps (for
 # development). A second pair of guests, with 2 vCPUs each, runs part smp (BENCH_SMP=0
-# skips it). Only a full run (BENCH_PARTS unset, not quick) writes Documentation/; the
-# others write their document to build-bench/bench/. Run `make profile` first to have the
-# document say where the CPU time goes (its section is kept only if the module is the same).
+# skips it). Only a full run (BENCH_PARTS unset, not quick) with BENCH_UPDATE_DOC=1 writes
+# Documentation/; every other run writes its document to build-bench/bench/. Run `make
+# profile` first to have the document say where the CPU time goes (its section is kept only
+# if the module is the same).
 set -euo pipefail
 export RRXE_VARIANT=${RRXE_VARIANT:-bench}
 . "$(dirname "$0")/lib.sh"
@@ -65,11 +67,17 @@ if [ "${BENCH_SMP:-1}" = 1 ]; then
 		rrxe_log "the 2-vCPU guests failed (see $out/smp2): their rows stay empty"
 	fi
 fi
-doc=$REPO/Documentation/rrxe-bench.rst
-# Only a full run (every part and size, not quick) rewrites the document; others write beside
-# the logs.
-[ "${BENCH_QUICK:-0}" = 1 ] || [ "$BENCH_PARTS" != "main scale sweep qp" ] ||
-	[ -n "${BENCH_SWEEP_BW+x}${BENCH_SWEEP_LAT+x}" ] && doc=$out/rrxe-bench.rst
+# The document goes beside the logs. BENCH_UPDATE_DOC=1 on a full run (every part and size,
+# not quick) writes the tracked Documentation/rrxe-bench.rst instead.
+doc=$out/rrxe-bench.rst
+if [ "${BENCH_UPDATE_DOC:-0}" = 1 ]; then
+	if [ "${BENCH_QUICK:-0}" = 1 ] || [ "$BENCH_PARTS" != "main scale sweep qp" ] ||
+		[ -n "${BENCH_SWEEP_BW+x}${BENCH_SWEEP_LAT+x}" ]; then
+		rrxe_log "BENCH_UPDATE_DOC=1 needs a full run (no BENCH_QUICK, BENCH_PARTS or sweep sizes): writing $doc"
+	else
+		doc=$REPO/Documentation/rrxe-bench.rst
+	fi
+fi
 # A `make profile` of this same module (profile.sh keeps its hash) adds its section.
 prof=$BUILD/profile/profile.txt
 ko=$BUILD/modules/kernel/drivers/infiniband/sw/rrxe/rdma_rrxe.ko

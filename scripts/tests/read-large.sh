@@ -10,7 +10,10 @@
 #    second; at most one may go unanswered, the one in flight when the transfer ends), and
 #    the worst round trip is printed;
 #  - read_16m_no_send_errors (guest a): the responder lost no response to a full queue
-#    (send_err did not move; tx_paused says how often it had to wait).
+#    (send_err did not move; tx_paused says how often it had to wait);
+#  - read_16m_paced (guest a): the responses did leave a budget at a time: 2 x 65536
+#    packets at most 64 per run make at least 2046 runs end with responses left, each
+#    counted in reply_yields (left to the QP's BH work) or tx_paused (a full queue).
 # Before pacing, the responder built all 65536 responses in one softirq: the transmit queue
 # dropped most of them, the requester's retries ran out, and guest a answered no ping.
 . /usr/local/lib/rrxe/lib.sh
@@ -18,11 +21,17 @@
 FAILED=0
 ok() { echo "RRXE-TEST $1 ok${2:+ ($2)}"; }
 bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
+# (0 for a missing counter keeps the arithmetic going; the checks fail on it, see nocounter)
 counter() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1" 2>/dev/null || echo 0; }
 rdma_use rrxe
 
 XFER_TIMEOUT=240
-errs0=$(counter send_err)
+# A counter the driver does not have fails the checks that read it (it is not a zero).
+nocounter=
+for c in send_err tx_paused reply_yields; do
+	[ -r "/sys/class/infiniband/$DEV/ports/1/hw_counters/$c" ] || nocounter="$nocounter $c"
+done
+errs0=$(counter send_err) yields0=$(counter reply_yields) paused0=$(counter tx_paused)
 if [ "$RRXE_NAME" = b ]; then
 	ping "$RRXE_PEER" >/tmp/ping.out 2>&1 &
 	p=$!
@@ -42,10 +51,21 @@ if [ "$RRXE_NAME" = b ]; then
 	fi
 else
 	errs=$(( $(counter send_err) - errs0 ))
-	if [ "$errs" = 0 ]; then
+	if [ -n "$nocounter" ]; then
+		bad read_16m_no_send_errors "no hw_counters:$nocounter"
+		bad read_16m_paced "no hw_counters:$nocounter"
+	elif [ "$errs" = 0 ]; then
 		ok read_16m_no_send_errors "tx_paused $(counter tx_paused)"
 	else
 		bad read_16m_no_send_errors "$errs responses lost (send_err), tx_paused $(counter tx_paused)"
+	fi
+	yields=$(( $(counter reply_yields) - yields0 )) paused=$(( $(counter tx_paused) - paused0 ))
+	if [ -n "$nocounter" ]; then
+		:
+	elif [ $((yields + paused)) -ge 2046 ]; then
+		ok read_16m_paced "reply_yields +$yields, tx_paused +$paused"
+	else
+		bad read_16m_paced "reply_yields +$yields, tx_paused +$paused: fewer than 2046 runs left responses to a later one"
 	fi
 fi
 rdma statistic show link "$DEV/1"

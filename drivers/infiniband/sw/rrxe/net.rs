@@ -98,9 +98,12 @@ pub(crate) enum PortCounter {
     SentMcastPkts,
     /// Valid datagrams received for a multicast group (also counted in `Pkts`).
     RcvdMcastPkts,
+    /// Times a responder's run used up its budget with responses still queued and left them
+    /// to a later run (the pacing of large READs: bounded work per softirq run).
+    ReplyYields,
 }
 
-const NUM_STATS: usize = 30;
+const NUM_STATS: usize = 31;
 
 /// The names of the port counters. `rdma_rxe`'s `ack_deferred` (its completer run from a
 /// work item instead of inline) has no counterpart: rrxe's completer always runs inline.
@@ -135,6 +138,7 @@ pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
     StatDesc::new(c"rcvd_bad_invalidate"),
     StatDesc::new(c"sent_mcast_pkts"),
     StatDesc::new(c"rcvd_mcast_pkts"),
+    StatDesc::new(c"reply_yields"),
 ];
 
 /// The port counters of a device.

@@ -197,7 +197,9 @@ impl QpShared {
                             if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
                                 *n = next;
                             }
-                            break;
+                            self.dev.stats.inc(PortCounter::ReplyYields);
+                            self.kick.queue(self);
+                            return;
                         }
                         Burst::Full(next) => {
                             if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
@@ -214,6 +216,7 @@ impl QpShared {
             budget = budget.saturating_sub(cost);
         }
         if !e.replies.is_empty() {
+            self.dev.stats.inc(PortCounter::ReplyYields);
             self.kick.queue(self);
         }
     }
