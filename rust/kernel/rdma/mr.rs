@@ -243,11 +243,6 @@ impl Umem {
         })
     }
 
-    /// Returns whether the memory was pinned for writing (an access with a write right).
-    pub fn is_writable(&self) -> bool {
-        self.writable
-    }
-
     /// Copies `data` to byte offset `offset` of the range; `EACCES` if the memory was pinned
     /// read-only (the pages may be the zero page or a read-only file's page cache, and would
     /// not be dirtied on release).
