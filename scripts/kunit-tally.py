@@ -8,7 +8,8 @@ SRC_DIR is the driver's source (drivers/infiniband/sw/rrxe): the expected cases 
 from it (every `#[test] fn` inside a `#[kunit_tests(suite)]` module, and the KUNIT_CASE()s
 of a C test module's suite), so a case that stops being reported is a failure, not a
 smaller count. A C test module's suite runs only in the guest test that loads it: when no
-boot ran it, it is reported as `NOTRUN suite` (that guest test reports its verdict). Each LOG is one boot's kernel log
+boot ran it, it is reported as `NOTRUN suite` (scripts/check.sh fails that when the group
+that loads the module ran). Each LOG is one boot's kernel log
 (<guest>.dmesg, else <guest>.console) from which the KTAP of every suite is read.
 
 A case passes if it passed in every boot whose log shows its suite, fails if it failed

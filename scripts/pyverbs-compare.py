@@ -4,14 +4,20 @@
 scripts/guest/pyverbs-run.py, in the results block scripts/tests/pyverbs.sh prints on each
 guest's console): REF on rdma_rxe, DUT on rrxe.
 
-usage: pyverbs-compare.py REF_CONSOLE DUT_CONSOLE
+usage: pyverbs-compare.py REF_CONSOLE DUT_CONSOLE EXPECTED
+       pyverbs-compare.py --list DUT_CONSOLE     rrxe's results in the declared format
 
-Prints, for scripts/check.sh, lines "<pass|fail|skip> <weight> <text>":
+EXPECTED (scripts/tests/expected-pyverbs.txt) declares every test of the suite with the
+result rrxe must give: `<test> pass` or `<test> skip`. Prints, for scripts/check.sh, lines
+"<pass|fail|skip> <weight> <text>":
   - fail 1 for every test that fails or errors on rrxe, or that passes on rdma_rxe and not
     on rrxe (skipped or missing);
+  - fail 1 for every declared test whose result on rrxe is not the declared one (a test
+    that vanished, or a skip that now passes: the list is updated with the change), and
+    for every test that ran undeclared;
   - fail 1 for a run that did not finish (no PYVERBS-DONE line);
-  - pass N for the N tests rrxe passes;
-  - skip N for the N tests that skip on both drivers,
+  - pass N for the N tests declared to pass that rrxe passes (each counted once);
+  - skip N for the N tests declared to skip that skip on both drivers,
 and, as "#" lines, both drivers' counts and every skip reason with its count.
 """
 import collections
@@ -51,9 +57,27 @@ def counts(results):
             f"{c['fail'] + c['error'] + c['upass']} fail/error")
 
 
+def declared(path):
+    """{test: 'pass'|'skip'} from the declared list."""
+    want = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith('#'):
+                test, kind = line.split()
+                want[test] = kind
+    return want
+
+
 def main():
+    if sys.argv[1] == '--list':
+        dut, _ = load(sys.argv[2])
+        for test, (kind, _) in sorted(dut.items()):
+            print(f"{test} {'pass' if kind in OK else kind}")
+        return 0
     ref, ref_done = load(sys.argv[1])
     dut, dut_done = load(sys.argv[2])
+    want = declared(sys.argv[3])
     out = []
     print(f'# rdma_rxe: {len(ref)} tests: {counts(ref)}')
     print(f'# rrxe:     {len(dut)} tests: {counts(dut)}')
@@ -74,13 +98,23 @@ def main():
             both_skip[rwhy] += 1
         elif dk in OK and rk not in OK:
             print(f'# {test}: passes on rrxe, {rk} on rdma_rxe: {rwhy}')
-    npass = sum(1 for kind, _ in dut.values() if kind in OK)
+    for test in sorted(set(want) | set(dut)):
+        wk = want.get(test)
+        dk = dut.get(test, ('missing', ''))[0]
+        dk = 'pass' if dk in OK else dk
+        if wk is None:
+            out.append(('fail', 1, f'pyverbs: {test} {dk} on rrxe, not declared in '
+                        'scripts/tests/expected-pyverbs.txt'))
+        elif dk != wk and dk not in ('fail', 'error', 'upass'):
+            out.append(('fail', 1, f'pyverbs: {test} {dk} on rrxe, declared {wk} '
+                        '(scripts/tests/expected-pyverbs.txt)'))
+    npass = sum(1 for t, k in want.items() if k == 'pass' and dut.get(t, ('',))[0] in OK)
     if npass:
-        out.append(('pass', npass, f'pyverbs: rrxe passes {npass} tests '
+        out.append(('pass', npass, f'pyverbs: rrxe passes {npass} declared tests '
                     f'(rdma_rxe: {counts(ref)}; rrxe: {counts(dut)})'))
-    nskip = sum(both_skip.values())
+    nskip = sum(1 for t, k in want.items() if k == 'skip' and dut.get(t, ('',))[0] == 'skip')
     if nskip:
-        out.append(('skip', nskip, f'pyverbs: {nskip} tests skip on both drivers '
+        out.append(('skip', nskip, f'pyverbs: {nskip} declared tests skip on rrxe '
                     '(hardware or provider features, reasons in pyverbs/compare.txt)'))
     for why, n in both_skip.most_common():
         print(f'# skip on both ({n}): {why}')

@@ -286,6 +286,12 @@ pair_run() {
 	elif [ "$rc" != 0 ]; then set -- "server exit status $rc$([ "$rc" = 124 ] && echo ' (timeout)'): $(tail -1 /tmp/server.out)"
 	elif [ -z "$crc" ]; then set -- "no result from the client"
 	elif [ "$crc" != 0 ]; then set -- "client exit status $crc$([ "$crc" = 124 ] && echo ' (timeout)') (see guest b)"
+	elif [ -n "${PAIR_CHECK:-}" ]; then
+		# The run's own data check (a function that prints why it failed), part of the
+		# same result: one run, one check.
+		local why
+		why=$("$PAIR_CHECK")
+		[ -z "$why" ] || set -- "$why"
 	fi
 	if [ $# = 0 ]; then
 		echo "RRXE-TEST $name ok"

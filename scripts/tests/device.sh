@@ -50,7 +50,7 @@ check pkey_default sysfs /sys/class/infiniband/rrxe0/ports/1/pkeys/0 0xffff
 check one_pkey_only test ! -e /sys/class/infiniband/rrxe0/ports/1/pkeys/1
 check rdma_dev_show sh -c 'rdma dev show rrxe0 | grep -q "node_guid $guid"'
 check duplicate_link_rejected sh -c '! rdma link add rrxe9 type rrxe netdev eth0 2>/dev/null'
-check missing_netdev_rejected sh -c '! rdma link add rrxe9 type rrxe netdev nosuch0 2>/dev/null'
+check core_missing_netdev_rejected sh -c '! rdma link add rrxe9 type rrxe netdev nosuch0 2>/dev/null'
 check hw_counters_exposed sh -c 'rdma statistic show link rrxe0/1 | grep -q "rcvd_icrc_err 0"'
 # The node description is the device's to change (ib_modify_device through sysfs).
 ND=/sys/class/infiniband/rrxe0/node_desc
@@ -176,9 +176,9 @@ check link_after_disassociate rdma link add rrxe0 type rrxe netdev eth0
 check rdma_rxe_refused sh -c '! modprobe rdma_rxe 2>/dev/null'
 check rmmod_with_device rmmod rdma_rrxe
 check rmmod_gone not_listed rrxe0
-check rdma_rxe_loads modprobe rdma_rxe
+check env_rdma_rxe_loads modprobe rdma_rxe
 check rrxe_refused_beside_rdma_rxe sh -c '! modprobe rdma_rrxe 2>/dev/null'
-check rdma_rxe_unloads rmmod rdma_rxe
+check env_rdma_rxe_unloads rmmod rdma_rxe
 check module_reload modprobe rdma_rrxe
 check link_after_reload rdma link add rrxe0 type rrxe netdev eth0
 check devinfo_after_reload devinfo_has "state:[[:space:]]+PORT_ACTIVE"

@@ -14,23 +14,49 @@
 # (both directions), PFX names the checks (default loss), NETEM_RUNS=short runs the three
 # shorter transfers only.
 #
+# NETEM_SEEN lists what must show that the impairment reached RoCE packets and rrxe's
+# recovery, summed over both guests: rrxe port counters (e.g. retransmits,
+# duplicate_request, out_of_seq_request) or `corrupted` (rcvd_icrc_err plus the UDP and IP
+# checksum errors of /proc/net/snmp: a flipped bit is caught by the first check that covers
+# it). Default for loss: retransmits. Judged only with rrxe on both guests.
+#
 # Guest a prints RRXE-TEST <PFX>_netem (the qdisc is in place on each impaired guest),
-# <PFX>_<op>_<size> per run, <PFX>_packets_dropped (netem did drop some; only when NETEM
-# loses packets). Both
-# print their port counters (hw_counters; rdma_rxe's count retransmissions and sequence
-# errors) without judging them.
+# <PFX>_<op>_<size> per run, <PFX>_seen (each of NETEM_SEEN is above 0), and
+# <PFX>_packets_dropped (netem did drop some; only when NETEM loses packets). Both print
+# their port counters.
 . /usr/local/lib/rrxe/lib.sh
 
 LOSS_A=${LOSS_A:-rrxe} LOSS_B=${LOSS_B:-rrxe} LOSS_RATE=${LOSS_RATE:-5%}
 NETEM=${NETEM:-loss $LOSS_RATE} NETEM_BOTH=${NETEM_BOTH:-0} PFX=${PFX:-loss}
+NETEM_SEEN=${NETEM_SEEN:-retransmits}
 FAILED=0
-ok() { echo "RRXE-TEST $1 ok"; }
+ok() { echo "RRXE-TEST $1 ok${2:+ $2}"; }
 bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
 counters() {
 	local d=/sys/class/infiniband/$DEV/ports/1/hw_counters f
 	[ -d $d ] || { log "$DEV has no hw_counters"; return 0; }
 	log "$RRXE_NAME: $DEV port counters"
 	for f in "$d"/*; do [ -f "$f" ] && echo "   $(basename "$f") $(cat "$f")"; done
+}
+# seen_values: "name=value ..." for each of NETEM_SEEN on this guest; a counter that does
+# not exist is "name=missing".
+seen_values() {
+	local d=/sys/class/infiniband/$DEV/ports/1/hw_counters n v out=
+	for n in $NETEM_SEEN; do
+		case $n in
+		corrupted)
+			v=$(cat $d/rcvd_icrc_err 2>/dev/null) || v=missing
+			[ "$v" = missing ] || v=$((v + $(snmp Udp InCsumErrors) + $(snmp Ip InHdrErrors)))
+			;;
+		*) v=$(cat "$d/$n" 2>/dev/null) || v=missing ;;
+		esac
+		out="$out $n=$v"
+	done
+	echo "${out# }"
+}
+# snmp PROTO FIELD: a counter of /proc/net/snmp (its header line names the fields).
+snmp() {
+	awk -v p="$1:" -v f="$2" '$1 == p { if (!h) { for (i = 2; i <= NF; i++) if ($i == f) c = i; h = 1; next } print (c ? $c : 0); exit }' /proc/net/snmp
 }
 CTL=18590
 
@@ -80,6 +106,26 @@ xfer_pair "${PFX}_write_imm_262144" 18603 -o write_imm -s 262144 -n 4 -S 2 || FA
 xfer_pair "${PFX}_read_262144" 18604 -o read -s 262144 -n 4 -S 3 || FAILED=1
 counters
 if [ "$RRXE_NAME" = b ] || [ "$NETEM_BOTH" = 1 ]; then tc -s qdisc show dev eth0; fi
+if [ "$LOSS_A$LOSS_B" = rrxerrxe ]; then
+	mine=$(seen_values)
+	log "$RRXE_NAME: $mine"
+	if [ "$RRXE_NAME" = b ]; then
+		tell_peer $((CTL + 2)) "$mine" || die "cannot reach guest a"
+	else
+		theirs=$(hear $((CTL + 2)) 60)
+		why=
+		for n in $NETEM_SEEN; do
+			va=$(echo "$mine" | tr ' ' '\n' | sed -n "s/^$n=//p")
+			vb=$(echo "$theirs" | tr ' ' '\n' | sed -n "s/^$n=//p")
+			case "$va/$vb" in
+			*missing* | /* | */) why="$why $n: a ${va:-none}, b ${vb:-none};" ;;
+			*) [ $((va + vb)) -gt 0 ] || why="$why $n 0 on both guests;" ;;
+			esac
+		done
+		if [ -z "$why" ]; then ok "${PFX}_seen" "a: $mine; b: $theirs"
+		else bad "${PFX}_seen" "the impairment left no trace:$why"; fi
+	fi
+fi
 case " $NETEM " in *" loss "*) ;; *) exit $FAILED ;; esac
 
 if [ "$RRXE_NAME" = b ]; then

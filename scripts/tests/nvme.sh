@@ -16,7 +16,7 @@
 . /usr/local/lib/rrxe/lib.sh
 
 FAILED=0
-ok() { echo "RRXE-TEST $1 ok"; }
+ok() { echo "RRXE-TEST $1 ok${2:+ $2}"; }
 bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
 if [ "$RRXE_NAME" = a ]; then DRV=${NV_A:-rrxe}; else DRV=${NV_B:-rrxe}; fi
 rdma_use "$DRV"
@@ -64,14 +64,37 @@ if [ "${NV_DELETE:-0}" = 1 ]; then
 	# retried and fails), nothing hangs, the kernel stays clean.
 	timeout 200 dd if=/tmp/data of=/dev/nvme0n1 bs=128k oflag=direct >/tmp/dd.out 2>&1 &
 	dd_pid=$!
-	sleep 2
-	if timeout 120 sh -c 'echo 1 >/sys/class/nvme/nvme0/delete_controller'; then
-		ok "nvme_delete_in_flight_$tag"
-	else
-		bad "nvme_delete_in_flight_$tag" "delete_controller hung or failed"
-	fi
+	# In flight: the writer is still running and the device has completed 1 MiB of its
+	# writes (the data path works); then the controller goes.
+	sectors=0 n=0
+	while kill -0 $dd_pid 2>/dev/null && [ $n -lt 1200 ]; do
+		read -r _ _ _ _ _ _ sectors _ </sys/block/nvme0n1/stat 2>/dev/null || sectors=0
+		[ "${sectors:-0}" -ge 2048 ] && break
+		n=$((n + 1))
+		sleep 0.05
+	done
+	inflight=$(cat /sys/block/nvme0n1/inflight 2>/dev/null)
+	if kill -0 $dd_pid 2>/dev/null; then running=1; else running=; fi
+	echo "before delete: $sectors sectors written, inflight (reads writes) ${inflight:-n/a}, writer $([ -n "$running" ] && echo running || echo gone)"
+	if timeout 120 sh -c 'echo 1 >/sys/class/nvme/nvme0/delete_controller'; then deleted=1; else deleted=; fi
 	wait $dd_pid
-	echo "dd exit $?: $(cat /tmp/dd.out)"
+	ddrc=$?
+	echo "dd exit $ddrc: $(cat /tmp/dd.out)"
+	if [ -z "$running" ]; then
+		bad "nvme_delete_in_flight_$tag" "the writer had ended before the delete (exit $ddrc, $sectors sectors)"
+	elif [ "${sectors:-0}" -lt 2048 ]; then
+		bad "nvme_delete_in_flight_$tag" "only $sectors sectors written in 60 s before the delete"
+	elif [ -z "$deleted" ]; then
+		bad "nvme_delete_in_flight_$tag" "delete_controller hung or failed"
+	else
+		ok "nvme_delete_in_flight_$tag"
+	fi
+	# The write in flight fails with an error, not a hang (124: timeout) or a kill.
+	case $ddrc in
+	0) bad "nvme_delete_writer_failed_$tag" "the write of $MB MiB succeeded although the controller was deleted under it" ;;
+	124 | 137) bad "nvme_delete_writer_failed_$tag" "the writer hung (exit $ddrc)" ;;
+	*) ok "nvme_delete_writer_failed_$tag" "exit $ddrc: $(grep -m1 -i error /tmp/dd.out || tail -1 /tmp/dd.out)" ;;
+	esac
 	if [ ! -e /sys/class/nvme/nvme0 ]; then ok "nvme_deleted_$tag"; else bad "nvme_deleted_$tag" "controller still there"; fi
 else
 	t0=$(date +%s)

@@ -28,8 +28,8 @@ grep -a '^PYVERBS' /tmp/pyverbs.log
 echo PYVERBS-RESULTS-END
 dmesg -n 7
 if grep -q '^PYVERBS-DONE ' /tmp/pyverbs.log; then
-	echo "RRXE-TEST suite_ran ok $(grep '^PYVERBS-DONE ' /tmp/pyverbs.log | cut -d' ' -f2-) on $dev"
+	echo "RRXE-TEST env_suite_ran ok $(grep '^PYVERBS-DONE ' /tmp/pyverbs.log | cut -d' ' -f2-) on $dev"
 else
-	echo "RRXE-TEST suite_ran FAIL: the suite did not finish on $dev ($(grep -c '^PYVERBS ' /tmp/pyverbs.log) results)"
+	echo "RRXE-TEST env_suite_ran FAIL: the suite did not finish on $dev ($(grep -c '^PYVERBS ' /tmp/pyverbs.log) results)"
 	exit 1
 fi

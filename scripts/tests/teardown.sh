@@ -107,7 +107,7 @@ for round in $ROUNDS; do
 	wait $server
 	rc=$?
 	sed 's/^/   server: /' /tmp/server.out
-	if [ $rc = 137 ]; then ok "${name}_sigkill"; else bad "${name}_sigkill" "server exit status $rc, not killed"; fi
+	if [ $rc = 137 ]; then ok "env_${name}_sigkill"; else bad "env_${name}_sigkill" "server exit status $rc, not killed"; fi
 	if [ $round = linkdel ]; then
 		if timeout 30 rdma link del "$DEV"; then ok "${name}_link_del"; else bad "${name}_link_del" "rdma link del $DEV"; fi
 	fi

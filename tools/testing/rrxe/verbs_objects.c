@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 		ah.grh.sgid_index = atoi(argv[2]);
 		ah.grh.hop_limit = 64;
 		ah.grh.dgid.raw[10] = ah.grh.dgid.raw[11] = 0xff;
-		check("verbs_ah_peer_address", inet_pton(AF_INET, argv[3], &ah.grh.dgid.raw[12]) == 1,
+		check("env_verbs_ah_peer_address", inet_pton(AF_INET, argv[3], &ah.grh.dgid.raw[12]) == 1,
 		      "inet_pton");
 		for (int i = 0; i < 16; i++) {
 			ahs[i] = pd ? ibv_create_ah(pd, &ah) : NULL;

@@ -173,3 +173,41 @@ pub fn build_vec(spec: &PacketSpec<'_>) -> Vec<u8> {
     out.truncate(n);
     out
 }
+
+/// Runs `test` on `cases` values drawn from `strategy` (shrinking a failure as `proptest!`
+/// does) and fails unless at least `min_accepted` of them reached the branch whose assertions
+/// are the point of the property (`test` returns `Ok(true)` there): a property whose
+/// assertions never run proves nothing, so the share of inputs that reach them is asserted
+/// too.
+pub fn run_accepting<S: proptest::strategy::Strategy>(
+    name: &str,
+    cases: u32,
+    min_accepted: u32,
+    strategy: S,
+    test: impl Fn(S::Value) -> Result<bool, proptest::test_runner::TestCaseError>,
+) {
+    use proptest::test_runner::{Config, TestRunner};
+    use std::cell::Cell;
+
+    let accepted = Cell::new(0u32);
+    let mut runner = TestRunner::new(Config::with_cases(cases));
+    let result = runner.run(&strategy, |v| {
+        if test(v)? {
+            accepted.set(accepted.get() + 1);
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{name}: {e}");
+    }
+    // Shrinking runs extra cases only after a failure, which panicked above.
+    assert!(
+        accepted.get() >= min_accepted,
+        "{name}: only {} of {cases} inputs reached the checked branch (want {min_accepted})",
+        accepted.get()
+    );
+    eprintln!(
+        "{name}: {} of {cases} inputs reached the checked branch",
+        accepted.get()
+    );
+}
