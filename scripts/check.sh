@@ -410,6 +410,17 @@ guest_test pma 200 --file "$REPO/scripts/tests/pma.sh" "$REPO/scripts/tests/pma-
 
 # Loopback: QPs of one device talking to each other, with stock tools.
 guest_test loopback 400 "$REPO/scripts/tests/loopback.sh"
+# The kernel's own rxe selftests (tools/testing/selftests/rdma of the pinned tree), one
+# guest: each against rrxe (a check each) and then against rdma_rxe (for reference).
+ST_DIR=$KSRC/tools/testing/selftests
+ST_FILES=(--file "$ST_DIR/kselftest/ktap_helpers.sh")
+for st in rxe_rping_between_netns rxe_ipv6 rxe_socket_with_netns rxe_test_NETDEV_UNREGISTER \
+	rxe_sent_rcvd_bytes rxe_netns_names; do
+	ST_FILES+=(--file "$ST_DIR/rdma/$st.sh")
+done
+guest_test selftests 900 "${ST_FILES[@]}" "$REPO/scripts/tests/selftests.sh"
+grep -ah "^RRXE-REF" "$OUTDIR"/selftests/a.console 2>/dev/null || true
+
 # Device attributes: ibv_devinfo -v of rrxe against rdma_rxe's in the same kernel; every
 # difference must be listed, with its reason, in the test.
 guest_test devinfo 200 "$REPO/scripts/tests/devinfo.sh"

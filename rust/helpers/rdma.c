@@ -186,6 +186,22 @@ __rust_helper unsigned int rust_helper_ll_reserved_space(const struct net_device
 	return LL_RESERVED_SPACE(dev);
 }
 
+/* The network namespace of a netdevice, and namespace references (for the RoCEv2 sockets). */
+__rust_helper struct net *rust_helper_dev_net(const struct net_device *dev)
+{
+	return dev_net(dev);
+}
+
+__rust_helper struct net *rust_helper_maybe_get_net(struct net *net)
+{
+	return maybe_get_net(net);
+}
+
+__rust_helper void rust_helper_put_net(struct net *net)
+{
+	put_net(net);
+}
+
 /* The driver udata of a verb, which the core passes embedded in its attribute bundle. */
 __rust_helper struct ib_udata *
 rust_helper_uverbs_bundle_udata(struct uverbs_attr_bundle *attrs)

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! RoCEv2 transport plumbing: the UDP tunnel socket on port 4791 and received packets.
+//! RoCEv2 transport plumbing: the UDP tunnel sockets on port 4791 and received packets.
 //!
-//! Soft RoCE receives through a kernel UDP socket set up as a tunnel: the UDP stack hands
+//! Soft RoCE receives through kernel UDP sockets set up as tunnels: the UDP stack hands
 //! every datagram for the port to the driver's `encap_rcv` callback, in softirq context,
-//! before any socket queueing.
+//! before any socket queueing. A network namespace has its own port 4791: [`RocePort`]
+//! opens the sockets of a namespace for its first device and closes them with its last, or
+//! when the namespace goes away.
 //!
 //! It transmits by building whole IP datagrams itself: a [`Route`] is looked up for the
 //! destination, a [`TxBuf`] is allocated with the link-layer headroom of the route's device,
@@ -19,9 +21,15 @@
 
 use super::netdev::NetDevice;
 use crate::{
+    alloc::KVec,
     bindings,
     error::{from_err_ptr, to_result},
+    new_mutex,
     prelude::*,
+    sync::{
+        atomic::{ordering, Atomic},
+        rcu, Arc, ArcBorrow, Mutex,
+    },
     types::Opaque,
 };
 use core::{marker::PhantomData, ptr::NonNull};
@@ -96,7 +104,7 @@ impl Drop for RxPacket {
     }
 }
 
-/// An output route (`struct dst_entry`) of the initial network namespace, counted.
+/// An output route (`struct dst_entry`), counted.
 ///
 /// # Invariants
 ///
@@ -116,21 +124,31 @@ unsafe impl Send for Route {}
 unsafe impl Sync for Route {}
 
 impl Route {
-    /// Looks up the IPv4 route from `saddr` to `daddr` out of the interface `oif`.
+    /// Looks up the IPv4 route from `saddr` to `daddr` out of `ndev`, in `ndev`'s network
+    /// namespace.
     ///
     /// # Context
     ///
     /// Any context but hard interrupts.
-    pub fn ipv4(oif: i32, saddr: [u8; 4], daddr: [u8; 4]) -> Result<Self> {
+    pub fn ipv4(ndev: &NetDevice, saddr: [u8; 4], daddr: [u8; 4]) -> Result<Self> {
         let mut fl4: bindings::flowi4 = pin_init::zeroed();
-        fl4.__fl_common.flowic_oif = oif;
+        fl4.__fl_common.flowic_oif = ndev.ifindex();
         fl4.__fl_common.flowic_proto = bindings::IPPROTO_UDP as u8;
         fl4.saddr = u32::from_ne_bytes(saddr);
         fl4.daddr = u32::from_ne_bytes(daddr);
-        // SAFETY: `init_net` lives forever; `fl4` is valid for the call. The result is a
-        // referenced route or an error pointer.
+        // A namespace is freed only after an RCU grace period that follows its last
+        // netdevice's departure (`cleanup_net()`): under the read lock, the namespace of a
+        // held netdevice stays valid, even if the netdevice is moved meanwhile.
+        let _rcu = rcu::read_lock();
+        // SAFETY: `ndev` is valid (type invariant); its namespace is valid under the RCU read
+        // lock (see above), and `fl4` for the call. The result is a referenced route or an
+        // error pointer.
         let rt = from_err_ptr(unsafe {
-            bindings::ip_route_output_flow(&raw mut bindings::init_net, &mut fl4, core::ptr::null())
+            bindings::ip_route_output_flow(
+                bindings::dev_net(ndev.as_raw()),
+                &mut fl4,
+                core::ptr::null(),
+            )
         })?;
         let rt = NonNull::new(rt).ok_or(EHOSTUNREACH)?;
         // INVARIANT: `dst` is the first field of the referenced `rtable`.
@@ -141,29 +159,32 @@ impl Route {
         })
     }
 
-    /// Looks up the IPv6 route from `saddr` to `daddr` out of the interface `oif` (which
-    /// link-local destinations need).
+    /// Looks up the IPv6 route from `saddr` to `daddr` out of `ndev` (which link-local
+    /// destinations need), in `ndev`'s network namespace.
     ///
     /// # Context
     ///
     /// Any context but hard interrupts.
     #[cfg(CONFIG_IPV6)]
-    pub fn ipv6(oif: i32, saddr: [u8; 16], daddr: [u8; 16]) -> Result<Self> {
+    pub fn ipv6(ndev: &NetDevice, saddr: [u8; 16], daddr: [u8; 16]) -> Result<Self> {
         let mut fl6: bindings::flowi6 = pin_init::zeroed();
-        fl6.__fl_common.flowic_oif = oif;
+        fl6.__fl_common.flowic_oif = ndev.ifindex();
         fl6.__fl_common.flowic_proto = bindings::IPPROTO_UDP as u8;
         fl6.saddr.in6_u.u6_addr8 = saddr;
         fl6.daddr.in6_u.u6_addr8 = daddr;
-        // SAFETY: `init_net` lives forever; `fl6` is valid for the call. The result is always
-        // a referenced route, with `error` set if there is none.
+        // As in `ipv4()`: the namespace of a held netdevice is valid under the read lock.
+        let rcu = rcu::read_lock();
+        // SAFETY: `ndev` and its namespace are valid (see above), `fl6` for the call. The
+        // result is always a referenced route, with `error` set if there is none.
         let dst = unsafe {
             bindings::ip6_route_output_flags(
-                &raw mut bindings::init_net,
+                bindings::dev_net(ndev.as_raw()),
                 core::ptr::null(),
                 &mut fl6,
                 0,
             )
         };
+        drop(rcu);
         let dst = NonNull::new(dst).ok_or(EHOSTUNREACH)?;
         // INVARIANT: We own the reference returned above.
         let mut route = Self {
@@ -320,14 +341,18 @@ impl TxBuf {
     pub fn send(self, route: &Route) -> Result {
         let skb = self.skb.as_ptr();
         core::mem::forget(self);
+        // The route's device is held by the route; its namespace is valid under the RCU read
+        // lock (see `Route::ipv4()`).
+        let _rcu = rcu::read_lock();
         // SAFETY: We own the buffer and pass it on; `route` holds a reference on `dst`, and
-        // the buffer takes one more.
+        // the buffer takes one more. The output device's namespace is valid (see above).
         let ret = unsafe {
             bindings::skb_dst_set(skb, bindings::dst_clone(route.dst.as_ptr()));
+            let net = bindings::dev_net((*route.dst.as_ptr()).__bindgen_anon_1.dev);
             if route.ipv6 {
-                Self::out6(skb)
+                Self::out6(net, skb)
             } else {
-                bindings::ip_local_out(&raw mut bindings::init_net, core::ptr::null_mut(), skb)
+                bindings::ip_local_out(net, core::ptr::null_mut(), skb)
             }
         };
         // `net_xmit_eval()`: congestion notifications are not errors.
@@ -340,18 +365,18 @@ impl TxBuf {
 
     /// # Safety
     ///
-    /// `skb` is an owned, routed IPv6 datagram.
+    /// `skb` is an owned, routed IPv6 datagram; `net` the namespace of its route's device.
     #[cfg(CONFIG_IPV6)]
-    unsafe fn out6(skb: *mut bindings::sk_buff) -> c_int {
+    unsafe fn out6(net: *mut bindings::net, skb: *mut bindings::sk_buff) -> c_int {
         // SAFETY: Per the function's contract.
-        unsafe { bindings::ip6_local_out(&raw mut bindings::init_net, core::ptr::null_mut(), skb) }
+        unsafe { bindings::ip6_local_out(net, core::ptr::null_mut(), skb) }
     }
 
     /// # Safety
     ///
     /// `skb` is an owned datagram.
     #[cfg(not(CONFIG_IPV6))]
-    unsafe fn out6(skb: *mut bindings::sk_buff) -> c_int {
+    unsafe fn out6(_net: *mut bindings::net, skb: *mut bindings::sk_buff) -> c_int {
         // SAFETY: Per the function's contract, we own it.
         unsafe { bindings::kfree_skb(skb) };
         -(bindings::EAFNOSUPPORT as c_int)
@@ -430,9 +455,9 @@ impl PinnedDrop for PacketQueue {
     }
 }
 
-/// Receives the datagrams of a [`UdpTunnel`].
+/// Receives the datagrams of a [`RocePort`].
 pub trait TunnelRx: Send + Sync + 'static {
-    /// Takes a datagram that arrived on the tunnel port.
+    /// Takes a datagram that arrived on the RoCEv2 port of any network namespace.
     ///
     /// # Context
     ///
@@ -440,94 +465,339 @@ pub trait TunnelRx: Send + Sync + 'static {
     fn receive(pkt: RxPacket);
 }
 
-/// A kernel UDP socket (IPv4 or IPv6) on a port of the initial network namespace, set up as a
-/// tunnel that hands every datagram to `T`.
+/// The `encap_rcv` callback of a tunnel socket.
+type EncapRcv = unsafe extern "C" fn(*mut bindings::sock, *mut bindings::sk_buff) -> c_int;
+
+/// # Safety
+///
+/// Called by the UDP stack with an owned socket buffer whose transport header is UDP.
+unsafe extern "C" fn encap_rcv<T: TunnelRx>(
+    _sk: *mut bindings::sock,
+    skb: *mut bindings::sk_buff,
+) -> c_int {
+    if let Some(skb) = NonNull::new(skb) {
+        // INVARIANT: The UDP stack passes ownership of the datagram.
+        T::receive(RxPacket(skb));
+    }
+    // Consumed: the UDP stack must not deliver it further.
+    0
+}
+
+/// A kernel UDP socket of a network namespace, set up as a tunnel; released on drop.
 ///
 /// # Invariants
 ///
-/// `sock` is a UDP tunnel socket created by `udp_sock_create4/6()` and set up with `T`'s
-/// callback; it is released on drop.
-pub struct UdpTunnel<T: TunnelRx> {
-    sock: NonNull<bindings::socket>,
-    _t: PhantomData<T>,
-}
+/// `self.0` is a UDP tunnel socket created by `udp_sock_create4/6()` in a namespace that is
+/// alive as long as this object (it is owned by a [`NetSockets`] entry, which the namespace's
+/// exit removes).
+struct Socket(NonNull<bindings::socket>);
 
-// SAFETY: The socket is used only through the kernel's own synchronisation.
-unsafe impl<T: TunnelRx> Send for UdpTunnel<T> {}
-// SAFETY: See the `Send` implementation.
-unsafe impl<T: TunnelRx> Sync for UdpTunnel<T> {}
+// SAFETY: A kernel socket may be released from any process context; it is used only through
+// the kernel's own synchronisation.
+unsafe impl Send for Socket {}
 
-impl<T: TunnelRx> UdpTunnel<T> {
-    /// Opens the IPv4 tunnel on `port`; fails with `EADDRINUSE` if the port is taken.
-    pub fn new_ipv4(port: u16) -> Result<Self> {
+impl Socket {
+    /// Opens the tunnel socket of `net` on `port` (IPv6 only when `ipv6`: IPv4 goes to the
+    /// IPv4 socket), handing its datagrams to `rx`.
+    ///
+    /// # Safety
+    ///
+    /// `net` is a live namespace on which the caller holds a reference, and the caller keeps
+    /// the socket no longer than the namespace lives.
+    unsafe fn open(net: *mut bindings::net, port: u16, ipv6: bool, rx: EncapRcv) -> Result<Self> {
         let mut cfg: bindings::udp_port_cfg = pin_init::zeroed();
-        cfg.family = bindings::AF_INET as u8;
         cfg.local_udp_port = port.to_be();
         let mut sock: *mut bindings::socket = core::ptr::null_mut();
-        // SAFETY: `init_net` lives forever; `cfg` and `sock` are valid for the call.
-        to_result(unsafe {
-            bindings::udp_sock_create4(&raw mut bindings::init_net, &mut cfg, &mut sock)
-        })?;
-        Self::setup(sock)
-    }
-
-    /// Opens the IPv6 tunnel on `port` (IPv6 only: IPv4 goes to the IPv4 tunnel).
-    #[cfg(CONFIG_IPV6)]
-    pub fn new_ipv6(port: u16) -> Result<Self> {
-        let mut cfg: bindings::udp_port_cfg = pin_init::zeroed();
-        cfg.family = bindings::AF_INET6 as u8;
-        cfg.local_udp_port = port.to_be();
-        cfg.set_ipv6_v6only(1);
-        let mut sock: *mut bindings::socket = core::ptr::null_mut();
-        // SAFETY: `init_net` lives forever; `cfg` and `sock` are valid for the call.
-        to_result(unsafe {
-            bindings::udp_sock_create6(&raw mut bindings::init_net, &mut cfg, &mut sock)
-        })?;
-        Self::setup(sock)
-    }
-
-    /// Sets a new UDP socket up as a tunnel calling `T`.
-    fn setup(sock: *mut bindings::socket) -> Result<Self> {
+        if ipv6 {
+            cfg.family = bindings::AF_INET6 as u8;
+            cfg.set_ipv6_v6only(1);
+            // SAFETY: `net` is live (the caller's contract); `cfg` and `sock` are valid.
+            to_result(unsafe { Self::create6(net, &mut cfg, &mut sock) })?;
+        } else {
+            cfg.family = bindings::AF_INET as u8;
+            // SAFETY: As above.
+            to_result(unsafe { bindings::udp_sock_create4(net, &mut cfg, &mut sock) })?;
+        }
         let sock = NonNull::new(sock).ok_or(ENOMEM)?;
         let mut tnl: bindings::udp_tunnel_sock_cfg = pin_init::zeroed();
         tnl.encap_type = 1;
-        tnl.encap_rcv = Some(Self::encap_rcv);
-        // SAFETY: `sock` was just created; from now on the UDP stack calls `encap_rcv` for
+        tnl.encap_rcv = Some(rx);
+        // SAFETY: `sock` was just created in `net`; from now on the UDP stack calls `rx` for
         // its datagrams, until the socket is released in drop.
-        unsafe {
-            bindings::setup_udp_tunnel_sock(
-                &raw mut bindings::init_net,
-                (*sock.as_ptr()).sk,
-                &mut tnl,
-            )
-        };
-        // INVARIANT: Created by the caller and set up above.
-        Ok(Self {
-            sock,
-            _t: PhantomData,
-        })
+        unsafe { bindings::setup_udp_tunnel_sock(net, (*sock.as_ptr()).sk, &mut tnl) };
+        // INVARIANT: Created above in `net`, which outlives it by the caller's contract.
+        Ok(Self(sock))
     }
 
     /// # Safety
     ///
-    /// Called by the UDP stack with an owned socket buffer whose transport header is UDP.
-    unsafe extern "C" fn encap_rcv(_sk: *mut bindings::sock, skb: *mut bindings::sk_buff) -> c_int {
-        if let Some(skb) = NonNull::new(skb) {
-            // INVARIANT: The UDP stack passes ownership of the datagram.
-            T::receive(RxPacket(skb));
-        }
-        // Consumed: the UDP stack must not deliver it further.
-        0
+    /// As `udp_sock_create6()`.
+    #[cfg(CONFIG_IPV6)]
+    unsafe fn create6(
+        net: *mut bindings::net,
+        cfg: *mut bindings::udp_port_cfg,
+        sock: *mut *mut bindings::socket,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        unsafe { bindings::udp_sock_create6(net, cfg, sock) }
+    }
+
+    /// # Safety
+    ///
+    /// None: without IPv6 there is no IPv6 socket.
+    #[cfg(not(CONFIG_IPV6))]
+    unsafe fn create6(
+        _net: *mut bindings::net,
+        _cfg: *mut bindings::udp_port_cfg,
+        _sock: *mut *mut bindings::socket,
+    ) -> c_int {
+        -(bindings::EAFNOSUPPORT as c_int)
     }
 }
 
-impl<T: TunnelRx> Drop for UdpTunnel<T> {
+impl Drop for Socket {
     fn drop(&mut self) {
-        // SAFETY: By the type invariant we own the socket; `sk` is its sock.
-        unsafe { bindings::udp_tunnel_sock_release((*self.sock.as_ptr()).sk) };
-        // The UDP stack calls `encap_rcv` under RCU: wait for calls in flight, so that `T` is
-        // not called once this returns.
-        // SAFETY: No preconditions; we are in process context.
-        unsafe { bindings::synchronize_rcu() };
+        // SAFETY: By the type invariant we own the socket and its namespace is alive; `sk` is
+        // its sock. Receive callbacks in flight finish under RCU (the sock is freed after a
+        // grace period); the module's code is kept until [`RocePort`]'s drop waits for them.
+        unsafe { bindings::udp_tunnel_sock_release((*self.0.as_ptr()).sk) };
+    }
+}
+
+/// The RoCEv2 sockets of one network namespace.
+struct NetSockets {
+    /// The namespace's `net_cookie`: unique for the life of the system, where its address
+    /// may be reused by a later namespace.
+    cookie: u64,
+    /// The [`PortUser`]s of the namespace.
+    users: usize,
+    /// Dropped before the namespace goes (the entry is removed by its exit at the latest).
+    _v4: Socket,
+    _v6: Option<Socket>,
+}
+
+/// What a [`RocePort`] shares with its users and with the namespace exit callback.
+#[pin_data]
+struct PortShared {
+    /// The namespaces with sockets open.
+    #[pin]
+    nets: Mutex<KVec<NetSockets>>,
+    /// The receive callback of the driver that registered the port.
+    rx: EncapRcv,
+    port: u16,
+}
+
+/// The registered [`RocePort`]'s shared state (from [`Arc::as_ptr`]), or null. Set while the
+/// port is registered; readers clone the `Arc` under the RCU read lock, and the port's drop
+/// clears it and waits for a grace period before dropping its own reference.
+static CURRENT: Atomic<*mut PortShared> = Atomic::new(core::ptr::null_mut());
+
+/// Returns `net`'s cookie.
+///
+/// # Safety
+///
+/// `net` is a valid namespace.
+unsafe fn net_cookie(net: *mut bindings::net) -> u64 {
+    // SAFETY: Per the function's contract; `net_cookie` is written once, at creation.
+    unsafe { (*net).net_cookie }
+}
+
+/// The RoCEv2 port, UDP 4791, in every network namespace that has a device: the sockets of
+/// a namespace are opened by its first [`PortUser`] (the first device created on one of its
+/// netdevices) and closed by its last, or when the namespace goes away (its exit callback,
+/// `struct pernet_operations`), as `rdma_rxe` does (`rxe_ns.c`). Every datagram of every
+/// namespace goes to `T`.
+///
+/// One port can be registered at a time (the port number is global to the system's
+/// namespaces, and the users find it without a handle).
+///
+/// # Invariants
+///
+/// While the object lives, `ops` is registered and `CURRENT` points to `shared`.
+#[pin_data(PinnedDrop)]
+pub struct RocePort<T: TunnelRx> {
+    #[pin]
+    ops: Opaque<bindings::pernet_operations>,
+    shared: Arc<PortShared>,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: `ops` is only used by the namespace core; `shared` is synchronised by its mutex.
+unsafe impl<T: TunnelRx> Send for RocePort<T> {}
+// SAFETY: See the `Send` implementation.
+unsafe impl<T: TunnelRx> Sync for RocePort<T> {}
+
+impl<T: TunnelRx> RocePort<T> {
+    /// Registers the port `port` (normally [`ROCE_V2_UDP_PORT`]); no socket is opened before
+    /// a [`PortUser`] asks for one. Fails with `EBUSY` if a port is registered already.
+    ///
+    /// # Context
+    ///
+    /// Process context.
+    pub fn new(port: u16) -> impl PinInit<Self, Error> {
+        let shared = Arc::pin_init(
+            pin_init!(PortShared {
+                nets <- new_mutex!(KVec::new(), "rdma_roce_port"),
+                rx: encap_rcv::<T>,
+                port,
+            }),
+            GFP_KERNEL,
+        );
+        try_pin_init!(Self {
+            shared: shared?,
+            _t: PhantomData,
+            ops <- Opaque::try_ffi_init(|ops: *mut bindings::pernet_operations| {
+                let ptr = Arc::as_ptr(shared).cast_mut();
+                CURRENT
+                    .cmpxchg(core::ptr::null_mut(), ptr, ordering::Full)
+                    .map_err(|_| EBUSY)?;
+                // SAFETY: `ops` is valid for writes and pinned until drop, which unregisters
+                // it.
+                let ret = unsafe {
+                    ops.write(bindings::pernet_operations {
+                        exit: Some(Self::exit_callback),
+                        ..pin_init::zeroed()
+                    });
+                    bindings::register_pernet_subsys(ops)
+                };
+                if ret != 0 {
+                    CURRENT.store(core::ptr::null_mut(), ordering::Release);
+                    return Err(Error::from_errno(ret));
+                }
+                Ok(())
+            }),
+        })
+    }
+
+    /// Called for each namespace that goes away (and for every namespace when the port is
+    /// unregistered): closes its sockets.
+    ///
+    /// # Safety
+    ///
+    /// Called by the namespace core, in process context, with a namespace being exited.
+    unsafe extern "C" fn exit_callback(net: *mut bindings::net) {
+        let ptr = CURRENT.load(ordering::Acquire);
+        if ptr.is_null() {
+            return;
+        }
+        // SAFETY: The namespace core calls `exit` only while `ops` is registered, during which
+        // `CURRENT` points to the port's `shared`, kept alive by the port until after it has
+        // unregistered `ops`.
+        let shared = unsafe { &*ptr };
+        // SAFETY: The namespace is valid during its exit.
+        let cookie = unsafe { net_cookie(net) };
+        let gone = {
+            let mut nets = shared.nets.lock();
+            let i = nets.iter().position(|n| n.cookie == cookie);
+            i.and_then(|i| nets.remove(i).ok())
+        };
+        // The sockets close here, while the namespace is still valid.
+        drop(gone);
+    }
+}
+
+#[pinned_drop]
+impl<T: TunnelRx> PinnedDrop for RocePort<T> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: By the type invariant `ops` is registered. Unregistering calls its exit for
+        // every namespace, which closes every socket still open.
+        unsafe { bindings::unregister_pernet_subsys(self.ops.get()) };
+        CURRENT.store(core::ptr::null_mut(), ordering::Release);
+        // Wait for `PortUser::new()` calls that loaded the pointer, and for receive callbacks
+        // in flight, before `T`'s code may go away with the module.
+        rcu::synchronize_rcu();
+    }
+}
+
+/// A user of the RoCEv2 port of a network namespace: while it lives, the namespace's
+/// sockets are open (unless the namespace went away, which closes them).
+pub struct PortUser {
+    shared: Arc<PortShared>,
+    cookie: u64,
+}
+
+impl PortUser {
+    /// Takes a user of the registered [`RocePort`] in `ndev`'s namespace, opening the
+    /// namespace's sockets if it is the first. Fails with `ENXIO` if no port is registered.
+    ///
+    /// # Context
+    ///
+    /// Process context; may sleep.
+    pub fn new(ndev: &NetDevice) -> Result<Self> {
+        let (shared, net) = {
+            let _rcu = rcu::read_lock();
+            let ptr = CURRENT.load(ordering::Acquire);
+            if ptr.is_null() {
+                return Err(ENXIO);
+            }
+            // SAFETY: `ptr` is from `Arc::as_ptr()`; the port drops its reference only after
+            // clearing `CURRENT` and waiting for a grace period, so the count is not zero
+            // while we are in this read-side critical section.
+            let shared: Arc<PortShared> = unsafe { ArcBorrow::from_raw(ptr) }.into();
+            // SAFETY: `ndev` is valid and its namespace too, under the RCU read lock (see
+            // `Route::ipv4()`); `maybe_get_net()` takes a reference unless it is dying.
+            let net = unsafe { bindings::maybe_get_net(bindings::dev_net(ndev.as_raw())) };
+            (shared, NonNull::new(net).ok_or(ENODEV)?)
+        };
+        let net = NetRef(net);
+        // SAFETY: We hold a reference on the namespace.
+        let cookie = unsafe { net_cookie(net.0.as_ptr()) };
+        let mut nets = shared.nets.lock();
+        if let Some(n) = nets.iter_mut().find(|n| n.cookie == cookie) {
+            n.users += 1;
+        } else {
+            // SAFETY: We hold a reference on the namespace; the sockets go into its entry,
+            // which its exit removes (closing them) before the namespace is freed.
+            let v4 = unsafe { Socket::open(net.0.as_ptr(), shared.port, false, shared.rx) }?;
+            // SAFETY: As above.
+            let v6 = match unsafe { Socket::open(net.0.as_ptr(), shared.port, true, shared.rx) } {
+                Ok(s) => Some(s),
+                // A kernel without IPv6 (or with it disabled): IPv4 only, as rdma_rxe.
+                Err(e) if e == EAFNOSUPPORT => None,
+                Err(e) => return Err(e),
+            };
+            nets.push(
+                NetSockets {
+                    cookie,
+                    users: 1,
+                    _v4: v4,
+                    _v6: v6,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        drop(nets);
+        Ok(Self { shared, cookie })
+    }
+}
+
+impl Drop for PortUser {
+    fn drop(&mut self) {
+        let gone = {
+            let mut nets = self.shared.nets.lock();
+            let i = nets.iter_mut().position(|n| {
+                if n.cookie == self.cookie {
+                    n.users = n.users.saturating_sub(1);
+                    true
+                } else {
+                    false
+                }
+            });
+            // The last user closes the namespace's sockets. If the namespace went away, its
+            // entry went with it and there is nothing to do.
+            i.filter(|&i| nets.get(i).is_some_and(|n| n.users == 0))
+                .and_then(|i| nets.remove(i).ok())
+        };
+        drop(gone);
+    }
+}
+
+/// A reference on a network namespace, dropped with `put_net()`.
+struct NetRef(NonNull<bindings::net>);
+
+impl Drop for NetRef {
+    fn drop(&mut self) {
+        // SAFETY: We own one reference (taken with `maybe_get_net()`).
+        unsafe { bindings::put_net(self.0.as_ptr()) };
     }
 }

@@ -246,3 +246,14 @@ impl<T: Notifier> PinnedDrop for NotifierRegistration<T> {
         unsafe { bindings::unregister_netdevice_notifier(self.nb.get()) };
     }
 }
+
+/// Returns a random unicast, locally administered Ethernet address (`eth_random_addr()`),
+/// e.g. for a device bound to a netdevice that has none.
+pub fn random_eth_addr() -> [u8; 6] {
+    let mut addr = [0u8; 6];
+    // SAFETY: `addr` is valid for writes of its length.
+    unsafe { bindings::get_random_bytes(addr.as_mut_ptr().cast(), addr.len()) };
+    addr[0] &= 0xfe; // unicast
+    addr[0] |= 0x02; // locally administered
+    addr
+}

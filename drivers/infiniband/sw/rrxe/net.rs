@@ -62,7 +62,8 @@ pub(crate) enum PortCounter {
     RdmaRecvs,
     /// Bytes of the packets sent (IP packets).
     SentBytes,
-    /// Bytes of the well-formed packets received (UDP payloads: BTH to ICRC).
+    /// Bytes of the well-formed packets received, as IP datagrams (IP and UDP headers
+    /// included, like `SentBytes` and like rdma_rxe: a packet counts the same at both ends).
     RcvdBytes,
     /// Packets whose ICRC did not match (dropped).
     IcrcErr,
@@ -203,8 +204,9 @@ fn source_gid(ip: &IpHdr<'_>) -> [u8; 16] {
     gid
 }
 
-/// What a received datagram is, once checked: the parsed packet, its IP header and its
-/// length (the UDP payload's).
+/// What a received datagram is, once checked: the parsed packet, its IP header and the
+/// length of the IP datagram (IP header with options, UDP header and payload: what the
+/// sender counted in `sent_bytes`, as rdma_rxe counts both).
 fn classify<'a>(
     ip: &'a [u8],
     udp: &'a [u8],
@@ -220,13 +222,14 @@ fn classify<'a>(
         .get(..udp_len.checked_sub(8).ok_or(PortCounter::Malformed)?)
         .ok_or(PortCounter::Malformed)?;
     let pkt = packet::parse(payload).map_err(|_| PortCounter::Malformed)?;
+    let datagram_len = ip.len().saturating_add(udp_len);
     let ip = match ip.first().map(|b| b >> 4) {
         Some(4) => IpHdr::V4(ip),
         Some(6) => IpHdr::V6(ip),
         _ => return Err(PortCounter::Malformed),
     };
     icrc::verify(&kernel_crc32, ip, udp_hdr, payload).map_err(|_| PortCounter::IcrcErr)?;
-    Ok((pkt, ip, payload.len()))
+    Ok((pkt, ip, datagram_len))
 }
 
 /// Delivers a multicast datagram to each QP attached to its destination group (each takes

@@ -86,7 +86,6 @@ impl RrxeQp {
         let (Some(scq), Some(rcq)) = (init.send_cq(), init.recv_cq()) else {
             return Err(EINVAL);
         };
-        let ifindex = dev.netdev(1).map(|n| n.ifindex()).ok_or(ENODEV)?;
         check_caps(init)?;
         let user = match (init.udata, init.ucontext) {
             (Some(u), Some(c)) => Some((u, c)),
@@ -157,7 +156,6 @@ impl RrxeQp {
             qpn,
             qp_type: wire_type,
             pd_id: pd.data().id,
-            ifindex,
             sig_all: init.sq_sig_all,
             caps,
             sq_depth: init.caps.max_send_wr,

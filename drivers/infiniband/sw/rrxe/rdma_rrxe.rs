@@ -45,7 +45,7 @@ use kernel::prelude::*;
 use kernel::rdma::{
     device::{Device, DriverRegistration},
     link::{LinkOps, LinkRegistration},
-    net::{UdpTunnel, ROCE_V2_UDP_PORT},
+    net::{RocePort, ROCE_V2_UDP_PORT},
     netdev::{self, NetDevice, NotifierRegistration},
 };
 
@@ -82,16 +82,17 @@ module! {
 }
 
 /// The module state. Fields are dropped in declaration order: the link type goes first (no
-/// new devices), then every device is unregistered, then the RoCEv2 socket is closed
-/// (waiting for receive callbacks in flight), then the netdevice notifier.
+/// new devices), then every device is unregistered (each lets its namespace's RoCEv2 sockets
+/// go), then the RoCEv2 port is unregistered (closing what is left, waiting for receive
+/// callbacks in flight), then the netdevice notifier.
 #[pin_data]
 struct RrxeModule {
     #[pin]
     link: LinkRegistration<Rrxe>,
     #[pin]
     driver: DriverRegistration<Rrxe>,
-    tunnel: UdpTunnel<Rrxe>,
-    tunnel6: UdpTunnel<Rrxe>,
+    #[pin]
+    port: RocePort<Rrxe>,
     #[pin]
     netdev_events: NotifierRegistration<Rrxe>,
 }
@@ -102,8 +103,7 @@ impl kernel::InPlaceModule for RrxeModule {
         try_pin_init!(Self {
             driver <- DriverRegistration::new(&[c"rdma_rxe"]),
             netdev_events <- NotifierRegistration::new(),
-            tunnel: UdpTunnel::new_ipv4(ROCE_V2_UDP_PORT)?,
-            tunnel6: UdpTunnel::new_ipv6(ROCE_V2_UDP_PORT)?,
+            port <- RocePort::new(ROCE_V2_UDP_PORT),
             link <- LinkRegistration::new(),
         })
     }
@@ -123,8 +123,13 @@ impl netdev::Notifier for Rrxe {
             return;
         };
         match event {
-            // The core holds RTNL here; unregister from its workqueue.
-            netdev::Event::Unregister => dev.unregister_queued(),
+            // The core holds RTNL here; unregister from its workqueue. The netdevice's
+            // namespace may go before that: the RoCEv2 sockets are let go now, as rdma_rxe
+            // does (the last device of a namespace closes them).
+            netdev::Event::Unregister => {
+                dev.data().release_port();
+                dev.unregister_queued()
+            }
             netdev::Event::ChangeMtu => pr_info!(
                 "{}: {} MTU {}, RDMA MTU {}\n",
                 dev.name().to_str().unwrap_or("?"),

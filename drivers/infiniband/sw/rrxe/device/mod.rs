@@ -23,8 +23,8 @@ use kernel::rdma::{
     bhwork::BhWork,
     device::{Device, DeviceParams, PortNum, UnregisteredDevice, UverbsCmd},
     mr::random_key_byte,
-    net::PacketQueue,
-    netdev::NetDevice,
+    net::{PacketQueue, PortUser},
+    netdev::{random_eth_addr, NetDevice},
     qp::AhAttr,
     BhGuard,
 };
@@ -88,9 +88,21 @@ pub(crate) struct RrxeDev {
     next_ah: Atomic<u32>,
     /// What the data path of every QP shares: keys, counters.
     pub(crate) shared: Arc<DevShared>,
+    /// The device's hold on the RoCEv2 sockets of its netdevice's namespace: released when
+    /// the netdevice goes (its unregistration, or its move to another namespace), or with
+    /// the device.
+    #[pin]
+    port_user: Mutex<Option<PortUser>>,
 }
 
 impl RrxeDev {
+    /// Releases the device's hold on its namespace's RoCEv2 sockets (the last device of a
+    /// namespace closes them). The netdevice is going: its namespace may go next.
+    pub(crate) fn release_port(&self) {
+        let user = self.port_user.lock().take();
+        drop(user);
+    }
+
     /// Returns the number a new SRQ is reported with (`srq_num` of the user ABI, which
     /// nothing looks up): rdma_rxe's range, wrapping.
     pub(crate) fn next_srq_num(&self) -> u32 {
@@ -327,14 +339,12 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
         );
         return Err(EEXIST);
     }
-    let Some(mac) = ndev.eth_addr() else {
-        pr_err!(
-            "{} has no Ethernet address\n",
-            ndev.name().to_str().unwrap_or("?")
-        );
-        return Err(EINVAL);
-    };
+    // A netdevice without an Ethernet address (tun, IP tunnels) gets a random one, as with
+    // rdma_rxe: the connection manager needs a unique GUID.
+    let mac = ndev.eth_addr().unwrap_or_else(random_eth_addr);
     let guid = params::guid_from_mac(mac);
+    // The RoCEv2 sockets of the netdevice's namespace (opened for its first device).
+    let port_user = PortUser::new(ndev)?;
     let dev = UnregisteredDevice::<Rrxe>::new(
         &DeviceParams {
             node_guid: guid,
@@ -375,6 +385,7 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
                 }),
                 GFP_KERNEL,
             )?,
+            port_user <- new_mutex!(Some(port_user)),
         }),
     )?;
     dev.register(name, ndev, PORT)?;

@@ -30,7 +30,8 @@ pub(crate) struct DevShared {
     pub(super) lo_work: BhWork<DevShared>,
     #[pin]
     pub(super) lo_queue: PacketQueue,
-    /// The netdevice (local deliveries are attributed to it).
+    /// The netdevice (local deliveries are attributed to it; routes are looked up out of it,
+    /// in its namespace).
     pub(super) ndev: ARef<NetDevice>,
     /// Memory regions by key index (`key >> 8`). Lookups happen in softirq or with bottom
     /// halves disabled, and the region found is only used there: a deregistration takes the
@@ -77,6 +78,11 @@ impl BhWorkCallback for DevShared {
 }
 
 impl DevShared {
+    /// The netdevice the device is bound to.
+    pub(crate) fn netdev(&self) -> &NetDevice {
+        &self.ndev
+    }
+
     /// Delivers a datagram built for this host's own address to the receive path; `ENOBUFS`
     /// if too many wait already (the datagram is dropped).
     pub(crate) fn deliver_locally(&self, buf: TxBuf) -> Result {

@@ -133,7 +133,6 @@ pub(crate) struct QpShared {
     /// RC, UC or UD.
     qp_type: WireQpType,
     pub(crate) pd_id: u64,
-    ifindex: i32,
     sig_all: bool,
     dev: Arc<DevShared>,
     scq: CqRef<Rrxe>,
@@ -249,7 +248,6 @@ pub(crate) struct QpSetup {
     pub(crate) qpn: u32,
     pub(crate) qp_type: WireQpType,
     pub(crate) pd_id: u64,
-    pub(crate) ifindex: i32,
     pub(crate) sig_all: bool,
     pub(crate) caps: QpCaps,
     /// The send queue depth asked for at creation (`caps.max_send_wr` is the ring's
@@ -336,7 +334,6 @@ impl QpShared {
                 qpn: s.qpn,
                 qp_type: s.qp_type,
                 pd_id: s.pd_id,
-                ifindex: s.ifindex,
                 sig_all: s.sig_all,
                 dev: s.dev,
                 scq: s.scq,

@@ -19,7 +19,10 @@ use crate::proto::{
 };
 use crate::wire::kernel_crc32;
 use kernel::prelude::*;
-use kernel::rdma::net::{Route, TxBuf};
+use kernel::rdma::{
+    net::{Route, TxBuf},
+    netdev::NetDevice,
+};
 
 /// The partition key of every packet: the default partition, full member.
 pub(super) const PKEY: u16 = 0xffff;
@@ -33,8 +36,8 @@ pub(super) const PKEY: u16 = 0xffff;
 pub(super) struct RouteCache(Option<([u8; 16], [u8; 16], Route)>);
 
 impl RouteCache {
-    /// Returns the route from `ip.src` to `ip.dst` out of the interface `ifindex`.
-    fn get(&mut self, ifindex: i32, ip: &IpParams) -> Result<&Route> {
+    /// Returns the route from `ip.src` to `ip.dst` out of `ndev` (in its namespace).
+    fn get(&mut self, ndev: &NetDevice, ip: &IpParams) -> Result<&Route> {
         let hit = self
             .0
             .as_ref()
@@ -43,9 +46,9 @@ impl RouteCache {
             // The stale route goes before the lookup.
             self.0 = None;
             let route = if ip.is_ipv4() {
-                Route::ipv4(ifindex, ip::v4_of(&ip.src), ip::v4_of(&ip.dst))?
+                Route::ipv4(ndev, ip::v4_of(&ip.src), ip::v4_of(&ip.dst))?
             } else {
-                Route::ipv6(ifindex, ip.src, ip.dst)?
+                Route::ipv6(ndev, ip.src, ip.dst)?
             };
             self.0 = Some((ip.src, ip.dst, route));
         }
@@ -80,7 +83,7 @@ impl QpShared {
         fill: impl FnOnce(&mut [u8]) -> Result,
     ) -> Result {
         let body_len = packet::packet_len(spec.bth.opcode, payload_len).ok_or(EINVAL)?;
-        let route = routes.get(self.ifindex, ip)?;
+        let route = routes.get(self.dev.netdev(), ip)?;
         let ip_len = ip.ip_len();
         let hdr_len = ip_len.wrapping_add(UDP_LEN);
         let mut buf = TxBuf::new(route, ip_len, hdr_len.checked_add(body_len).ok_or(EINVAL)?)?;
