@@ -38,6 +38,18 @@ PASSED=0 FAILED=0 SKIPPED=0 CORE=0 ENVS=0 FAILS=() BOOTLOGS=() RERUNS=()
 pass() { PASSED=$((PASSED + ${2:-1})); echo "PASS: $1"; }
 fail() { FAILED=$((FAILED + ${2:-1})); FAILS+=("$1"); echo "FAIL: $1"; }
 skip() { SKIPPED=$((SKIPPED + ${2:-1})); echo "SKIP: $1"; }
+# tally: counts the lines "<pass|fail|skip> <weight> <text>" of a judge script on stdin
+# (scripts/host-tally.py, scripts/pyverbs-compare.py).
+tally() {
+	local kind weight text
+	while read -r kind weight text; do
+		case "$kind" in
+		pass) pass "$text" "$weight" ;;
+		skip) skip "$text" "$weight" ;;
+		fail) fail "$text" "$weight" ;;
+		esac
+	done
+}
 t0=$(date +%s)
 # want GROUP: GROUP is selected by $T (everything when T is empty).
 want() {
@@ -105,13 +117,7 @@ if want host && [ -f "$REPO/tools/rrxe/Cargo.toml" ]; then
 	grep -E '^test result|FAILED|panicked' "$OUTDIR/cargo-test.log"
 	# Judged against the declared list: a test that vanished fails, an undeclared one too.
 	python3 "$REPO/scripts/host-tally.py" "$OUTDIR/cargo-test.log" "$REPO/scripts/tests/expected-host.txt" >"$OUTDIR/host.txt"
-	while read -r kind weight text; do
-		case "$kind" in
-		pass) pass "$text" "$weight" ;;
-		skip) skip "$text" "$weight" ;;
-		fail) fail "$text" "$weight" ;;
-		esac
-	done <"$OUTDIR/host.txt"
+	tally <"$OUTDIR/host.txt"
 	if [ $crc != 0 ] && ! grep -q '^fail' "$OUTDIR/host.txt"; then
 		tail -30 "$OUTDIR/cargo-test.log"; fail "host: cargo test (exit $crc)"
 	fi
@@ -457,13 +463,7 @@ if want pyverbs && [ -f "$OUTDIR/pyverbs/a.console" ] && [ -f "$OUTDIR/pyverbs/b
 	"$REPO/scripts/pyverbs-compare.py" "$OUTDIR/pyverbs/a.console" "$OUTDIR/pyverbs/b.console" \
 		"$REPO/scripts/tests/expected-pyverbs.txt" >"$OUTDIR/pyverbs/compare.txt"
 	grep '^#' "$OUTDIR/pyverbs/compare.txt" | head -3
-	while read -r kind weight text; do
-		case "$kind" in
-		pass) pass "$text" "$weight" ;;
-		skip) skip "$text" "$weight" ;;
-		fail) fail "$text" "$weight" ;;
-		esac
-	done < <(grep -v '^#' "$OUTDIR/pyverbs/compare.txt")
+	tally < <(grep -v '^#' "$OUTDIR/pyverbs/compare.txt")
 fi
 
 # Real traffic of the C rdma_rxe between two guests: every captured RoCEv2 packet must parse,
