@@ -39,6 +39,7 @@ pub mod mw;
 pub mod net;
 pub mod netdev;
 pub mod pd;
+pub mod port;
 pub mod qp;
 pub mod srq;
 pub mod timer;
