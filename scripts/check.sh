@@ -427,6 +427,23 @@ done
 guest_test selftests 900 "${ST_FILES[@]}" "$REPO/scripts/tests/selftests.sh"
 grep -ah "^RRXE-REF" "$OUTDIR"/selftests/a.console 2>/dev/null || true
 
+# Network namespaces: guest a's eth0 and RDMA device in a namespace, verified traffic with
+# guest b; rrxe on both guests (plus the netdevice leaving the namespace under a live user
+# context, and a namespace deleted under its last process), then each side against rdma_rxe.
+for v in "" -mixed -mixed2; do
+	guest_test netns$v 400 --file "$REPO/scripts/tests/netns.sh" \
+		"$REPO/scripts/tests/netns$v.sh" "$REPO/scripts/tests/netns$v.sh"
+done
+# Other netdevices: veth across namespaces, dummy, tun (no Ethernet address), macvlan.
+guest_test netdevs 400 "$REPO/scripts/tests/netdevs.sh"
+# RoCE over a VLAN (GIDs of eth0.100 on a device on eth0): verified traffic RC/UC/UD and the
+# RDMA CM, rrxe on both guests, then each side against rdma_rxe.
+for v in rrxe mixed mixed2; do
+	n=vlan-$v; [ $v = rrxe ] && n=vlan
+	guest_test $n 400 --file "$REPO/scripts/tests/vlan.sh" \
+		"$REPO/scripts/tests/vlan-$v.sh" "$REPO/scripts/tests/vlan-$v.sh"
+done
+
 # Device attributes: ibv_devinfo -v of rrxe against rdma_rxe's in the same kernel; every
 # difference must be listed, with its reason, in the test.
 guest_test devinfo 200 "$REPO/scripts/tests/devinfo.sh"

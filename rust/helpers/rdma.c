@@ -10,6 +10,7 @@
 #include <net/dst.h>
 #include <net/ip6_fib.h>
 #include <net/udp_tunnel.h>
+#include <rdma/ib_addr.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -80,6 +81,17 @@ rust_helper_ib_get_curr_port_state(struct net_device *net_dev)
 __rust_helper bool rust_helper_is_vlan_dev(const struct net_device *dev)
 {
 	return is_vlan_dev(dev);
+}
+
+__rust_helper struct net_device *
+rust_helper_rdma_vlan_dev_real_dev(const struct net_device *dev)
+{
+	return rdma_vlan_dev_real_dev(dev);
+}
+
+__rust_helper u16 rust_helper_rdma_vlan_dev_vlan_id(const struct net_device *dev)
+{
+	return rdma_vlan_dev_vlan_id(dev);
 }
 
 __rust_helper bool rust_helper_irqs_disabled(void)

@@ -12,7 +12,10 @@ use crate::{
     error::to_result,
     prelude::*,
     str::CStrExt,
-    sync::aref::{ARef, AlwaysRefCounted},
+    sync::{
+        aref::{ARef, AlwaysRefCounted},
+        rcu,
+    },
     types::Opaque, //
 };
 use core::{marker::PhantomData, ptr::NonNull};
@@ -121,6 +124,45 @@ impl NetDevice {
     pub fn is_vlan(&self) -> bool {
         // SAFETY: The netdevice is valid.
         unsafe { bindings::is_vlan_dev(self.as_raw()) }
+    }
+
+    /// Returns the VLAN ID of a VLAN device, `None` for any other device.
+    pub fn vlan_id(&self) -> Option<u16> {
+        // SAFETY: The netdevice is valid; a VLAN device's ID is fixed at its creation.
+        self.is_vlan()
+            .then(|| unsafe { bindings::rdma_vlan_dev_vlan_id(self.as_raw()) })
+    }
+
+    /// Returns the real device under a VLAN device, `None` for any other device.
+    pub fn vlan_real_dev(&self) -> Option<&NetDevice> {
+        // SAFETY: The netdevice is valid; the result is null or its real device.
+        let real = unsafe { bindings::rdma_vlan_dev_real_dev(self.as_raw()) };
+        // SAFETY: A VLAN device holds a reference on its real device from its creation until
+        // it is freed, so the real device is valid at least as long as `self` is borrowed.
+        NonNull::new(real).map(|r| unsafe { NetDevice::from_raw(r.as_ptr()) })
+    }
+
+    /// Looks up the device with interface index `ifindex` in this device's network
+    /// namespace, and returns it referenced.
+    ///
+    /// # Context
+    ///
+    /// Any context but hard interrupts.
+    pub fn get_by_index(&self, ifindex: i32) -> Option<ARef<NetDevice>> {
+        // A namespace is freed only after an RCU grace period that follows its last
+        // netdevice's departure: under the read lock, the namespace of a held netdevice stays
+        // valid, even if the netdevice is moved meanwhile.
+        let _rcu = rcu::read_lock();
+        // SAFETY: `self` is valid and its namespace is valid under the read lock (see above).
+        // The result is null or a device on which the caller owns one reference.
+        let dev = unsafe { bindings::dev_get_by_index(bindings::dev_net(self.as_raw()), ifindex) };
+        // SAFETY: A non-null result is valid and its reference is ours.
+        NonNull::new(dev).map(|d| unsafe { Self::from_held(d) })
+    }
+
+    /// Returns whether `self` and `other` are the same device.
+    pub fn is(&self, other: &NetDevice) -> bool {
+        core::ptr::eq(self.as_raw(), other.as_raw())
     }
 
     /// Adds the multicast link-layer address `addr` to the interface's receive filter

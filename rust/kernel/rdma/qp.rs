@@ -12,7 +12,13 @@ use super::{
     mr::AccessFlags,
     pd::Pd,
 };
-use crate::{bindings, prelude::*, sync::Arc, types::Opaque};
+use crate::{
+    bindings,
+    error::from_err_ptr,
+    prelude::*,
+    sync::{rcu, Arc},
+    types::Opaque,
+};
 
 /// Transport service of a queue pair (`enum ib_qp_type`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -215,6 +221,11 @@ pub struct AhAttr {
     pub port_num: u32,
     /// Destination MAC, resolved by the core.
     pub dmac: [u8; 6],
+    /// Interface index of the netdevice the source GID belongs to (a VLAN device for a
+    /// VLAN's GID; the index is that of the device's network namespace), when the address
+    /// vector was read: packets of this path leave through it. 0 if the core gave no GID
+    /// attribute or its entry was already gone.
+    pub gid_ifindex: i32,
 }
 
 /// Queue pair attributes (`struct ib_qp_attr`); in a modify, `mask` says which are set.
@@ -289,6 +300,17 @@ impl AhAttr {
             // SAFETY: See above for `ib_gid`.
             ah.sgid = unsafe { sgid.gid.raw };
             ah.sgid_type = GidType::from_raw(sgid.gid_type);
+            let _rcu = rcu::read_lock();
+            // SAFETY: `sgid` is valid (the function's contract). Under the RCU read lock the
+            // result is an error pointer (the entry was deleted) or a netdevice that stays
+            // valid until the unlock.
+            let ndev = unsafe { bindings::rdma_read_gid_attr_ndev_rcu(sgid) };
+            if let Ok(ndev) = from_err_ptr(ndev) {
+                if !ndev.is_null() {
+                    // SAFETY: `ndev` is valid (see above); `ifindex` is fixed once registered.
+                    ah.gid_ifindex = unsafe { (*ndev).ifindex };
+                }
+            }
         }
         ah
     }

@@ -142,6 +142,9 @@ pub struct Wc {
     /// The network header a UD receive's GRH stands for; when set, the completion carries
     /// `IB_WC_WITH_NETWORK_HDR_TYPE`.
     pub network_hdr_type: Option<NetworkType>,
+    /// The VLAN a UD receive arrived on; when set, the completion carries
+    /// `IB_WC_WITH_VLAN` (the core picks the reply's source GID by it).
+    pub vlan_id: Option<u16>,
 }
 
 /// The network header of a received datagram (`enum rdma_network_type`).
@@ -393,6 +396,10 @@ pub(crate) unsafe fn poll_cq<T: Driver>(cq: &Cq<T>, n: c_int, wc: *mut bindings:
         if let Some(net) = c.network_hdr_type {
             flags |= bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
             out.network_hdr_type = net as u8;
+        }
+        if let Some(vlan) = c.vlan_id {
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_VLAN;
+            out.vlan_id = vlan;
         }
         out.wc_flags = c_int::from_ne_bytes(flags.to_ne_bytes());
         out.pkey_index = c.pkey_index;

@@ -106,7 +106,7 @@ impl RrxeCq {
         &self,
         c: &Completion,
         qp: QpHandle,
-        net: Option<NetworkType>,
+        origin: Option<RecvOrigin>,
         solicited: bool,
     ) -> (bool, bool) {
         let mut st = self.state.lock();
@@ -115,7 +115,7 @@ impl RrxeCq {
                 let mut cqe = [0u8; UVERBS_WC_LEN];
                 c.write(&mut cqe).is_ok() && q.push(&cqe).is_ok()
             }
-            Ring::Kernel(r) => r.push_back(kernel_wc(c, qp, net)).is_ok(),
+            Ring::Kernel(r) => r.push_back(kernel_wc(c, qp, origin)).is_ok(),
         };
         if !appended {
             // A full CQ loses the completion: the consumer polls too slowly for the queue
@@ -202,8 +202,17 @@ impl RrxeCq {
     }
 }
 
+/// Where a UD receive came from, as a kernel consumer's completion says it: the network
+/// header its GRH stands for, and the VLAN it arrived on (the core picks the source GID of
+/// a reply by both, e.g. for the connection manager's MADs).
+#[derive(Clone, Copy)]
+pub(crate) struct RecvOrigin {
+    pub(crate) net: NetworkType,
+    pub(crate) vlan: Option<u16>,
+}
+
 /// The `struct ib_wc` of a completion, for a kernel consumer.
-fn kernel_wc(c: &Completion, qp: QpHandle, net: Option<NetworkType>) -> Wc {
+fn kernel_wc(c: &Completion, qp: QpHandle, origin: Option<RecvOrigin>) -> Wc {
     Wc {
         wr_id: c.wr_id,
         status: c.status as u32,
@@ -215,6 +224,7 @@ fn kernel_wc(c: &Completion, qp: QpHandle, net: Option<NetworkType>) -> Wc {
         wc_flags: c.flags.0,
         pkey_index: c.pkey_index,
         port_num: u32::from(c.port_num),
-        network_hdr_type: net,
+        network_hdr_type: origin.map(|o| o.net),
+        vlan_id: origin.and_then(|o| o.vlan),
     }
 }

@@ -235,7 +235,7 @@ fn classify<'a>(
 /// Delivers a multicast datagram to each QP attached to its destination group (each takes
 /// it as a datagram of its own; at most `MAX_QP_ATTACH` of them, so the work is bounded).
 /// Counted as dropped if none took it, as an unknown QP if the group has no members here.
-fn deliver_multicast(dev: &RrxeDev, p: &Packet<'_>, ip: &IpHdr<'_>) -> bool {
+fn deliver_multicast(dev: &RrxeDev, p: &Packet<'_>, ip: &IpHdr<'_>, vlan: Option<u16>) -> bool {
     let stats = &dev.shared.stats;
     let Some(members) = dev.mcast_members(&ip::dest_gid(ip)) else {
         stats.inc(PortCounter::UnknownQp);
@@ -245,7 +245,7 @@ fn deliver_multicast(dev: &RrxeDev, p: &Packet<'_>, ip: &IpHdr<'_>) -> bool {
     let mut taken = false;
     for &qpn in members.qpns() {
         if let Some(qp) = dev.qp(qpn) {
-            taken |= qp.receive(p, ip, &src);
+            taken |= qp.receive(p, ip, &src, vlan);
         }
     }
     if !taken {
@@ -256,8 +256,13 @@ fn deliver_multicast(dev: &RrxeDev, p: &Packet<'_>, ip: &IpHdr<'_>) -> bool {
 
 impl TunnelRx for Rrxe {
     fn receive(mut pkt: RxPacket) {
-        // Datagrams that do not belong to an rrxe device are dropped (by `pkt`'s drop).
-        let Some(dev) = pkt.netdev().and_then(Device::<Rrxe>::get_by_netdev) else {
+        // Datagrams that do not belong to an rrxe device are dropped (by `pkt`'s drop). One
+        // that came on a VLAN device belongs to the device on its real device.
+        let Some((dev, vlan)) = pkt.netdev().and_then(|ndev| {
+            let dev = Device::<Rrxe>::get_by_netdev(ndev)
+                .or_else(|| ndev.vlan_real_dev().and_then(Device::<Rrxe>::get_by_netdev))?;
+            Some((dev, ndev.vlan_id()))
+        }) else {
             return;
         };
         let stats = &dev.data().shared.stats;
@@ -276,10 +281,10 @@ impl TunnelRx for Rrxe {
                 let dest = p.bth.dest_qp().get();
                 if dest == MULTICAST_QPN {
                     stats.inc(PortCounter::RcvdMcastPkts);
-                    deliver_multicast(dev.data(), &p, &ip)
+                    deliver_multicast(dev.data(), &p, &ip, vlan)
                 } else {
                     match dev.data().qp(dest) {
-                        Some(qp) if qp.receive(&p, &ip, &source_gid(&ip)) => true,
+                        Some(qp) if qp.receive(&p, &ip, &source_gid(&ip), vlan) => true,
                         Some(_) => {
                             stats.inc(PortCounter::Dropped);
                             false

@@ -8,10 +8,11 @@
 //! and everything posted with [`WcStatus::WrFlushErr`], after the completions already due.
 
 use super::{Engine, Events, QpShared, WQE_BUDGET};
+use crate::cq::RecvOrigin;
 use crate::net::PortCounter;
 use crate::proto::rc::{responder::RecvCompletion, SendAction, WcStatus};
 use crate::proto::uabi::{Completion, SendOp, WcEx};
-use kernel::rdma::{qp::QpState, wr::NetworkType};
+use kernel::rdma::qp::QpState;
 
 /// Which CQ of the QP a completion goes to.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -98,21 +99,21 @@ impl QpShared {
         self.post_cqe_net(ev, side, c, solicited, None);
     }
 
-    /// Like [`Self::post_cqe`], with the `RDMA_NETWORK_*` type of a UD receive's GRH for
-    /// kernel consumers (`IB_WC_WITH_NETWORK_HDR_TYPE`).
+    /// Like [`Self::post_cqe`], with where a UD receive came from for kernel consumers
+    /// (`IB_WC_WITH_NETWORK_HDR_TYPE`, `IB_WC_WITH_VLAN`).
     pub(super) fn post_cqe_net(
         &self,
         ev: &mut Events,
         side: CqSide,
         c: &Completion,
         solicited: bool,
-        net: Option<NetworkType>,
+        origin: Option<RecvOrigin>,
     ) {
         let cq = match side {
             CqSide::Send => &self.scq,
             CqSide::Recv => &self.rcq,
         };
-        let (posted, fire) = cq.data().post(c, self.handle, net, solicited);
+        let (posted, fire) = cq.data().post(c, self.handle, origin, solicited);
         self.dev.stats.inc(if posted {
             PortCounter::Completions
         } else {

@@ -67,7 +67,6 @@ use crate::params;
 use crate::proto::{
     bth::Qpn,
     icrc::IpHdr,
-    ip::IpParams,
     opcode::QpType as WireQpType,
     packet::Packet,
     psn::Psn,
@@ -206,7 +205,7 @@ pub(crate) struct Engine {
     /// are, then the QP enters ERR.
     sq_error: Option<WcStatus>,
     /// Addressing of outgoing packets (from the address vector).
-    ip: IpParams,
+    path: xmit::Path,
     /// The route of the last packet sent.
     routes: xmit::RouteCache,
     dest_qpn: Qpn,
@@ -315,7 +314,7 @@ impl QpShared {
             sq_drain_due: false,
             kq,
             sq_error: None,
-            ip: IpParams::default(),
+            path: xmit::Path::default(),
             routes: xmit::RouteCache::default(),
             dest_qpn: Qpn::new(0),
             timeout_us: None,
@@ -433,9 +432,16 @@ impl QpShared {
         self.qp_type == WireQpType::Ud
     }
 
-    /// Takes a packet for this QP from the receive path (softirq); `ip` is its IP header and
-    /// `src` the IP source address as a GID. Returns whether the QP accepted it.
-    pub(crate) fn receive(&self, pkt: &Packet<'_>, ip: &IpHdr<'_>, src: &[u8; 16]) -> bool {
+    /// Takes a packet for this QP from the receive path (softirq); `ip` is its IP header,
+    /// `src` the IP source address as a GID and `vlan` the VLAN it arrived on. Returns
+    /// whether the QP accepted it.
+    pub(crate) fn receive(
+        &self,
+        pkt: &Packet<'_>,
+        ip: &IpHdr<'_>,
+        src: &[u8; 16],
+        vlan: Option<u16>,
+    ) -> bool {
         let mut ev = Events::default();
         let taken = {
             let mut e = self.eng.lock();
@@ -449,8 +455,8 @@ impl QpShared {
                 // never executed with the semantics of this QP's transport.
                 false
             } else if self.qp_type == WireQpType::Ud {
-                self.on_datagram(e, &mut ev, pkt, ip)
-            } else if &e.ip.dst != src {
+                self.on_datagram(e, &mut ev, pkt, ip, vlan)
+            } else if &e.path.ip.dst != src {
                 // RC: only the connected peer is heard.
                 false
             } else if is_request {

@@ -250,7 +250,7 @@ impl QpShared {
             let id = e.next_ip_id();
             let sent = match (usize::try_from(r.offset), usize::try_from(r.len)) {
                 (Ok(at), Ok(len)) => {
-                    self.xmit(&mut e.routes, &e.ip, id, &spec, len, |out| match &mem {
+                    self.xmit(&mut e.routes, &e.path, id, &spec, len, |out| match &mem {
                         Some(mem) => mem.read(at, out),
                         None => Ok(()),
                     })

@@ -374,7 +374,7 @@ impl QpShared {
             SendOp::AtomicWrite { value, .. } => Some(value),
             _ => None,
         };
-        self.xmit(&mut e.routes, &e.ip, id, &spec, len, |out| {
+        self.xmit(&mut e.routes, &e.path, id, &spec, len, |out| {
             match (operand, wqe.data()) {
                 // The ATOMIC WRITE operand travels as the payload, from the WQE itself.
                 (Some(value), _) => {

@@ -4,7 +4,7 @@
 //! the wire core's host-tested table, `proto::rc::qp_state::modify`), the return to RESET,
 //! and the configurations of the sender and the responder the attributes make.
 
-use super::{replies, Engine, QpShared, SQ_SLOTS};
+use super::{replies, xmit::Path, Engine, QpShared, SQ_SLOTS};
 use crate::params;
 use crate::proto::{
     aeth::RnrTimer,
@@ -189,17 +189,20 @@ impl QpShared {
                     }
                 }
                 e.dest_qpn = Qpn::new(a.dest_qp_num);
-                e.ip = IpParams {
-                    src: a.ah.sgid,
-                    dst: a.ah.dgid,
-                    traffic_class: a.ah.traffic_class,
-                    hop_limit: if a.ah.hop_limit == 0 {
-                        64
-                    } else {
-                        a.ah.hop_limit
+                e.path = Path {
+                    ip: IpParams {
+                        src: a.ah.sgid,
+                        dst: a.ah.dgid,
+                        traffic_class: a.ah.traffic_class,
+                        hop_limit: if a.ah.hop_limit == 0 {
+                            64
+                        } else {
+                            a.ah.hop_limit
+                        },
+                        flow_label: a.ah.flow_label,
+                        sport: ip::udp_sport(this.qpn),
                     },
-                    flow_label: a.ah.flow_label,
-                    sport: ip::udp_sport(this.qpn),
+                    oif: a.ah.gid_ifindex,
                 };
             }
             if fx.start_requester {

@@ -7,7 +7,13 @@
 //! device's AH table) and Q_Key; the datagram must fit the path MTU. A datagram is received
 //! only with the QP's Q_Key; without a posted receive it is dropped, as on a wire.
 
-use super::{comp::CqSide, path_mtu, xmit::PKEY, Engine, Events, QpShared, WQE_BUDGET};
+use super::{
+    comp::CqSide,
+    path_mtu,
+    xmit::{Path, PKEY},
+    Engine, Events, QpShared, WQE_BUDGET,
+};
+use crate::cq::RecvOrigin;
 use crate::net::PortCounter;
 use crate::proto::{
     bth::{BthFields, Qpn},
@@ -71,13 +77,16 @@ impl QpShared {
             return Err(WcStatus::LocQpOpErr);
         };
         let ah = self.dev.ah(num, self.pd_id).ok_or(WcStatus::LocQpOpErr)?;
-        let ip = IpParams {
-            src: ah.sgid,
-            dst: ah.dgid,
-            traffic_class: ah.traffic_class,
-            hop_limit: if ah.hop_limit == 0 { 64 } else { ah.hop_limit },
-            flow_label: ah.flow_label,
-            sport: ip::udp_sport(self.qpn),
+        let path = Path {
+            ip: IpParams {
+                src: ah.sgid,
+                dst: ah.dgid,
+                traffic_class: ah.traffic_class,
+                hop_limit: if ah.hop_limit == 0 { 64 } else { ah.hop_limit },
+                flow_label: ah.flow_label,
+                sport: ip::udp_sport(self.qpn),
+            },
+            oif: ah.gid_ifindex,
         };
         // A Q_Key with the high bit set means "use the QP's" (IBA 10.2.5).
         let qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
@@ -109,13 +118,15 @@ impl QpShared {
             ..PacketSpec::default()
         };
         let len = usize::try_from(wqe.length()).map_err(|_| WcStatus::LocLenErr)?;
-        let sent = self.xmit(&mut e.routes, &ip, id, &spec, len, |out| match wqe.data() {
-            SendData::Inline(bytes) => {
-                out.copy_from_slice(bytes.get(..out.len()).ok_or(EINVAL)?);
-                Ok(())
+        let sent = self.xmit(&mut e.routes, &path, id, &spec, len, |out| {
+            match wqe.data() {
+                SendData::Inline(bytes) => {
+                    out.copy_from_slice(bytes.get(..out.len()).ok_or(EINVAL)?);
+                    Ok(())
+                }
+                SendData::Sges(sges) => self.gather(sges, 0, out),
+                SendData::None => Ok(()),
             }
-            SendData::Sges(sges) => self.gather(sges, 0, out),
-            SendData::None => Ok(()),
         });
         // A datagram that cannot be sent is lost, as on a wire; a bad local key is the
         // sender's error.
@@ -133,13 +144,14 @@ impl QpShared {
     }
 
     /// UD: takes a datagram into the head receive WQE: the 40-byte GRH (for IPv4, 20 zero
-    /// bytes and the IPv4 header) followed by the payload.
+    /// bytes and the IPv4 header) followed by the payload; `vlan` is the VLAN it arrived on.
     pub(super) fn on_datagram(
         &self,
         e: &mut Engine,
         ev: &mut Events,
         pkt: &Packet<'_>,
         ip: &IpHdr<'_>,
+        vlan: Option<u16>,
     ) -> bool {
         if !e.state().accepts_requests() {
             return false;
@@ -190,13 +202,15 @@ impl QpShared {
         } else {
             Completion::send_error(wr_id, WcStatus::LocLenErr, self.qpn)
         };
-        // How a kernel consumer reads the GRH in front of the payload.
+        // How a kernel consumer reads the GRH in front of the payload, and which VLAN it
+        // came on.
         let net = if matches!(ip, IpHdr::V4(_)) {
             NetworkType::Ipv4
         } else {
             NetworkType::Ipv6
         };
-        self.post_cqe_net(ev, CqSide::Recv, &c, pkt.bth.solicited(), Some(net));
+        let origin = RecvOrigin { net, vlan };
+        self.post_cqe_net(ev, CqSide::Recv, &c, pkt.bth.solicited(), Some(origin));
         true
     }
 }

@@ -27,32 +27,60 @@ use kernel::rdma::{
 /// The partition key of every packet: the default partition, full member.
 pub(super) const PKEY: u16 = 0xffff;
 
-/// The route of a QP's last packet, kept while the packets go between the same addresses
-/// and the route stays current ([`Route::is_current`]), as rdma_rxe keeps an RC QP's in its
-/// socket: looking it up for every packet would walk the routing tables every time. A
-/// change of the routing tables, of an address or of the output device (going down, being
-/// deleted) makes the kept route obsolete, and the next packet looks it up again.
+/// Where a QP's packets go: their IP addressing, and the interface they leave through,
+/// that of the source GID's netdevice: the device's own netdevice, or a VLAN device on it
+/// (RoCE over a VLAN, as the GID table lists it).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Path {
+    /// The IP addressing of the packets.
+    pub(super) ip: IpParams,
+    /// Interface index of the source GID's netdevice (in the device's namespace); 0 or
+    /// the device's netdevice's own for the device's netdevice.
+    pub(super) oif: i32,
+}
+
+/// The route of a QP's last packet, kept while the packets take the same path and the
+/// route stays current ([`Route::is_current`]), as rdma_rxe keeps an RC QP's in its socket:
+/// looking it up for every packet would walk the routing tables every time. A change of the
+/// routing tables, of an address or of the output device (going down, being deleted) makes
+/// the kept route obsolete, and the next packet looks it up again.
 #[derive(Default)]
-pub(super) struct RouteCache(Option<([u8; 16], [u8; 16], Route)>);
+pub(super) struct RouteCache(Option<(Path, Route)>);
 
 impl RouteCache {
-    /// Returns the route from `ip.src` to `ip.dst` out of `ndev` (in its namespace).
-    fn get(&mut self, ndev: &NetDevice, ip: &IpParams) -> Result<&Route> {
-        let hit = self
-            .0
-            .as_ref()
-            .is_some_and(|(src, dst, r)| *src == ip.src && *dst == ip.dst && r.is_current());
+    /// Returns the route of `path`, from a device on `ndev` (in its namespace).
+    fn get(&mut self, ndev: &NetDevice, path: &Path) -> Result<&Route> {
+        let hit = self.0.as_ref().is_some_and(|(p, r)| {
+            p.ip.src == path.ip.src
+                && p.ip.dst == path.ip.dst
+                && p.oif == path.oif
+                && r.is_current()
+        });
         if !hit {
             // The stale route goes before the lookup.
             self.0 = None;
-            let route = if ip.is_ipv4() {
-                Route::ipv4(ndev, ip::v4_of(&ip.src), ip::v4_of(&ip.dst))?
+            let (src, dst) = (&path.ip.src, &path.ip.dst);
+            let upper;
+            let out = if path.oif == 0 || path.oif == ndev.ifindex() {
+                ndev
             } else {
-                Route::ipv6(ndev, ip.src, ip.dst)?
+                // The GID of a VLAN device on `ndev`: the packets leave through it (tagged).
+                // Anything else at that index (the VLAN device went, and its index was
+                // reused) is no path of this device.
+                upper = ndev
+                    .get_by_index(path.oif)
+                    .filter(|d| d.vlan_real_dev().is_some_and(|r| r.is(ndev)))
+                    .ok_or(EHOSTUNREACH)?;
+                &*upper
             };
-            self.0 = Some((ip.src, ip.dst, route));
+            let route = if path.ip.is_ipv4() {
+                Route::ipv4(out, ip::v4_of(src), ip::v4_of(dst))?
+            } else {
+                Route::ipv6(out, *src, *dst)?
+            };
+            self.0 = Some((*path, route));
         }
-        self.0.as_ref().map(|(_, _, r)| r).ok_or(EHOSTUNREACH)
+        self.0.as_ref().map(|(_, r)| r).ok_or(EHOSTUNREACH)
     }
 
     /// Forgets the kept route (the QP went back to RESET).
@@ -72,18 +100,20 @@ impl Engine {
 
 impl QpShared {
     /// Builds a packet around `spec` with a payload of `payload_len` bytes that `fill`
-    /// writes in place, and transmits it on the route that `routes` keeps (or looks up).
+    /// writes in place, and transmits it on the route of `path` that `routes` keeps (or
+    /// looks up).
     pub(super) fn xmit(
         &self,
         routes: &mut RouteCache,
-        ip: &IpParams,
+        path: &Path,
         id: u16,
         spec: &PacketSpec<'_>,
         payload_len: usize,
         fill: impl FnOnce(&mut [u8]) -> Result,
     ) -> Result {
         let body_len = packet::packet_len(spec.bth.opcode, payload_len).ok_or(EINVAL)?;
-        let route = routes.get(self.dev.netdev(), ip)?;
+        let route = routes.get(self.dev.netdev(), path)?;
+        let ip = &path.ip;
         let ip_len = ip.ip_len();
         let hdr_len = ip_len.wrapping_add(UDP_LEN);
         let mut buf = TxBuf::new(route, ip_len, hdr_len.checked_add(body_len).ok_or(EINVAL)?)?;
@@ -126,7 +156,7 @@ impl QpShared {
     /// the outcome (a lost one is recovered by the requester).
     pub(super) fn send_headers(&self, e: &mut Engine, spec: &PacketSpec<'_>) {
         let id = e.next_ip_id();
-        let sent = self.xmit(&mut e.routes, &e.ip, id, spec, 0, |_| Ok(()));
+        let sent = self.xmit(&mut e.routes, &e.path, id, spec, 0, |_| Ok(()));
         self.count_sent(sent, false);
     }
 }
