@@ -436,6 +436,11 @@ for v in "" -mixed -mixed2; do
 done
 # Other netdevices: veth across namespaces, dummy, tun (no Ethernet address), macvlan.
 guest_test netdevs 400 "$REPO/scripts/tests/netdevs.sh"
+# The core's exclusive namespace mode: devices moved by `rdma dev set ... netns`, traffic with
+# a device outside its netdevice's namespace, a move under a live user context, a namespace
+# exit that renames the device on a name conflict; then rdma_rxe the same way, for reference.
+guest_test netns-excl 400 "$REPO/scripts/tests/netns-excl.sh"
+grep -ah "^RRXE-REF" "$OUTDIR"/netns-excl/a.console 2>/dev/null || true
 # RoCE over a VLAN (GIDs of eth0.100 on a device on eth0): verified traffic RC/UC/UD and the
 # RDMA CM, rrxe on both guests, then each side against rdma_rxe.
 for v in rrxe mixed mixed2; do

@@ -77,6 +77,22 @@ wait_for_port() {
 	return 1
 }
 
+# rping_client ADDR: rping's verifying client (-V, 20 rounds of 1 KiB) against ADDR, tried
+# again while the server does not listen yet (rdma_connect refused: REJ, consumer defined,
+# or unreachable), for up to 20 s. Output in /tmp/rping; returns rping's exit status.
+rping_client() {
+	local i=0 rc
+	while :; do
+		timeout 120 rping -c -a "$1" -V -C 20 -S 1024 >/tmp/rping 2>&1
+		rc=$?
+		grep -q "rdma_connect\|connect error\|wait for CONNECTED\|cma event RDMA_CM_EVENT_REJECTED\|RDMA_CM_EVENT_UNREACHABLE" /tmp/rping || break
+		i=$((i + 1))
+		[ $i -lt 40 ] || break
+		sleep 0.5
+	done
+	return $rc
+}
+
 # wait_listen PORT [SECS] [PID]: waits until a TCP socket of this guest listens on PORT
 # (default 30 s), without connecting to it: for one-shot servers (ibv_*_pingpong, perftest)
 # started in the background in the same guest, before their client starts. With PID (the

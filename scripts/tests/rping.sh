@@ -20,16 +20,8 @@ if [ "$RRXE_NAME" = a ]; then
 	crc=$(hear 4101 150)
 	if [ $rc = 0 ] && [ "$crc" = 0 ]; then ok "rping_$tag"; else bad "rping_$tag" "server exit $rc, client exit ${crc:-none}"; fi
 else
-	i=0
-	while :; do
-		timeout 120 rping -c -a "$RRXE_PEER" -V -C 20 -S 1024 >/tmp/rping 2>&1
-		rc=$?
-		# The server may not listen yet: rdma_connect is refused (REJ, consumer defined).
-		grep -q "rdma_connect\|connect error\|wait for CONNECTED\|cma event RDMA_CM_EVENT_REJECTED\|RDMA_CM_EVENT_UNREACHABLE" /tmp/rping || break
-		i=$((i + 1))
-		[ $i -lt 40 ] || break
-		sleep 0.5
-	done
+	rping_client "$RRXE_PEER"
+	rc=$?
 	cat /tmp/rping
 	tell_peer 4101 "$rc" || die "cannot report to guest a"
 fi

@@ -71,16 +71,8 @@ if [ "$RRXE_NAME" = a ]; then
 		dump_counters "vlan_rping_$tag"
 	fi
 else
-	i=0
-	while :; do
-		timeout 120 rping -c -a "$VPEER" -V -C 20 -S 1024 >/tmp/rping 2>&1
-		rc=$?
-		# The server may not listen yet: rdma_connect is refused (REJ, consumer defined).
-		grep -q "rdma_connect\|connect error\|wait for CONNECTED\|cma event RDMA_CM_EVENT_REJECTED\|RDMA_CM_EVENT_UNREACHABLE" /tmp/rping || break
-		i=$((i + 1))
-		[ $i -lt 40 ] || break
-		sleep 0.5
-	done
+	rping_client "$VPEER"
+	rc=$?
 	cat /tmp/rping
 	tell_peer 4102 "$rc" || die "cannot report to guest a"
 fi

@@ -20,6 +20,39 @@ use crate::{
 };
 use core::{marker::PhantomData, ptr::NonNull};
 
+/// A reference on a network namespace (`struct net`), dropped with `put_net()`.
+///
+/// # Invariants
+///
+/// `self.0` is a namespace on which this object owns one reference, taken while the
+/// namespace was not dying (so its exit has not started and does not start before the drop).
+pub(crate) struct NetRef(NonNull<bindings::net>);
+
+impl NetRef {
+    /// Takes a reference on `ndev`'s namespace, or fails with `ENODEV` if it is dying.
+    pub(crate) fn of(ndev: &NetDevice) -> Result<Self> {
+        let _rcu = rcu::read_lock();
+        // SAFETY: `ndev` is valid and its namespace too, under the RCU read lock (a
+        // netdevice's namespace is freed only after a grace period once it moved out or was
+        // unregistered); `maybe_get_net()` takes a reference unless the count is zero.
+        let net = unsafe { bindings::maybe_get_net(bindings::dev_net(ndev.as_raw())) };
+        // INVARIANT: A non-null result is a reference taken on a namespace that was not dying.
+        NonNull::new(net).map(Self).ok_or(ENODEV)
+    }
+
+    /// Returns the namespace.
+    pub(crate) fn as_raw(&self) -> *mut bindings::net {
+        self.0.as_ptr()
+    }
+}
+
+impl Drop for NetRef {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we own one reference.
+        unsafe { bindings::put_net(self.0.as_ptr()) };
+    }
+}
+
 /// A network device (`struct net_device`).
 ///
 /// # Invariants
@@ -128,9 +161,11 @@ impl NetDevice {
 
     /// Returns the VLAN ID of a VLAN device, `None` for any other device.
     pub fn vlan_id(&self) -> Option<u16> {
+        if !self.is_vlan() {
+            return None;
+        }
         // SAFETY: The netdevice is valid; a VLAN device's ID is fixed at its creation.
-        self.is_vlan()
-            .then(|| unsafe { bindings::rdma_vlan_dev_vlan_id(self.as_raw()) })
+        Some(unsafe { bindings::rdma_vlan_dev_vlan_id(self.as_raw()) })
     }
 
     /// Returns the real device under a VLAN device, `None` for any other device.

@@ -8,7 +8,7 @@
 //! [`include/net/net_namespace.h`](srctree/include/net/net_namespace.h)
 
 use super::net::RxPacket;
-use super::netdev::NetDevice;
+use super::netdev::{NetDevice, NetRef};
 use crate::{
     alloc::KVec,
     bindings,
@@ -302,23 +302,19 @@ impl PortUser {
             // clearing `CURRENT` and waiting for a grace period, so the count is not zero
             // while we are in this read-side critical section.
             let shared: Arc<PortShared> = unsafe { ArcBorrow::from_raw(ptr) }.into();
-            // SAFETY: `ndev` is valid and its namespace too, under the RCU read lock (see
-            // `Route::ipv4()`); `maybe_get_net()` takes a reference unless it is dying.
-            let net = unsafe { bindings::maybe_get_net(bindings::dev_net(ndev.as_raw())) };
-            (shared, NonNull::new(net).ok_or(ENODEV)?)
+            (shared, NetRef::of(ndev)?)
         };
-        let net = NetRef(net);
         // SAFETY: We hold a reference on the namespace.
-        let cookie = unsafe { net_cookie(net.0.as_ptr()) };
+        let cookie = unsafe { net_cookie(net.as_raw()) };
         let mut nets = shared.nets.lock();
         if let Some(n) = nets.iter_mut().find(|n| n.cookie == cookie) {
             n.users += 1;
         } else {
             // SAFETY: We hold a reference on the namespace; the sockets go into its entry,
             // which its exit removes (closing them) before the namespace is freed.
-            let v4 = unsafe { Socket::open(net.0.as_ptr(), shared.port, false, shared.rx) }?;
+            let v4 = unsafe { Socket::open(net.as_raw(), shared.port, false, shared.rx) }?;
             // SAFETY: As above.
-            let v6 = match unsafe { Socket::open(net.0.as_ptr(), shared.port, true, shared.rx) } {
+            let v6 = match unsafe { Socket::open(net.as_raw(), shared.port, true, shared.rx) } {
                 Ok(s) => Some(s),
                 // A kernel without IPv6 (or with it disabled): IPv4 only, as rdma_rxe.
                 Err(e) if e == EAFNOSUPPORT => None,
@@ -357,15 +353,5 @@ impl Drop for PortUser {
                 .and_then(|i| nets.remove(i).ok())
         };
         drop(gone);
-    }
-}
-
-/// A reference on a network namespace, dropped with `put_net()`.
-struct NetRef(NonNull<bindings::net>);
-
-impl Drop for NetRef {
-    fn drop(&mut self) {
-        // SAFETY: We own one reference (taken with `maybe_get_net()`).
-        unsafe { bindings::put_net(self.0.as_ptr()) };
     }
 }

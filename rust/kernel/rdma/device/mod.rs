@@ -42,7 +42,7 @@ pub use registration::DriverRegistration;
 pub use ucontext::{UContext, UData};
 
 use self::vtable::DeviceVTable;
-use super::netdev::NetDevice;
+use super::netdev::{NetDevice, NetRef};
 use crate::{
     alloc::allocator::Kmalloc,
     bindings,
@@ -217,6 +217,10 @@ pub struct DeviceParams<'a> {
     pub uverbs_cmds: &'a [UverbsCmd],
     /// The device name was chosen by the user (e.g. `rdma link add`).
     pub name_assigned_by_user: bool,
+    /// Create the device in this netdevice's network namespace rather than in `init_net`.
+    /// The core honours it in its exclusive namespace mode only (`rdma system set netns
+    /// exclusive`); in the default shared mode every device is in `init_net`.
+    pub netns_of: Option<&'a NetDevice>,
 }
 
 /// A legacy uverbs write command (`enum ib_uverbs_write_cmds`) that a device may enable beyond
@@ -235,8 +239,12 @@ pub enum UverbsCmd {
 /// # Invariants
 ///
 /// `self.0` is a `Device<T>` allocated by `_ib_alloc_device()` whose data is initialised
-/// and whose operations table is `T`'s; this object owns it until it is registered.
-pub struct UnregisteredDevice<T: Driver>(NonNull<Device<T>>);
+/// and whose operations table is `T`'s; this object owns it until it is registered. The
+/// device's namespace (`coredev.rdma_net`, which the core stores without a reference) is
+/// `init_net` or the one `self.1` holds a reference on: it cannot start to exit, and so
+/// cannot miss the device when it moves its devices back to `init_net`, before the device
+/// is registered (then the exit finds it) or freed.
+pub struct UnregisteredDevice<T: Driver>(NonNull<Device<T>>, Option<NetRef>);
 
 impl<T: Driver> UnregisteredDevice<T> {
     /// Allocates a device and initialises its driver data.
@@ -245,8 +253,14 @@ impl<T: Driver> UnregisteredDevice<T> {
             assert!(core::mem::offset_of!(Device<T>, ib) == 0);
         }
         let size = Kmalloc::aligned_layout(Layout::new::<Device<T>>()).size();
-        // SAFETY: `size` covers a `struct ib_device` at offset 0; `init_net` is always alive.
-        let ib = unsafe { bindings::_ib_alloc_device(size, &raw mut bindings::init_net) };
+        let net = params.netns_of.map(NetRef::of).transpose()?;
+        let net_ptr = match &net {
+            Some(n) => n.as_raw(),
+            None => &raw mut bindings::init_net,
+        };
+        // SAFETY: `size` covers a `struct ib_device` at offset 0; `init_net` is always alive
+        // and any other namespace is held by `net` until the device is registered or freed.
+        let ib = unsafe { bindings::_ib_alloc_device(size, net_ptr) };
         let dev = NonNull::new(ib.cast::<Device<T>>()).ok_or(ENOMEM)?;
         let raw = dev.as_ptr();
         // SAFETY: `data` is uninitialised memory inside the new allocation, which never moves.
@@ -280,8 +294,9 @@ impl<T: Driver> UnregisteredDevice<T> {
             }
             bindings::ib_set_device_ops(ib, &DeviceVTable::<T>::VTABLE);
         }
-        // INVARIANT: The device is allocated, its data initialised and `T`'s ops installed.
-        Ok(Self(dev))
+        // INVARIANT: The device is allocated, its data initialised and `T`'s ops installed;
+        // its namespace is `init_net` or held by `net`.
+        Ok(Self(dev, net))
     }
 
     /// Returns the device, e.g. to read its data before registration.
@@ -294,7 +309,7 @@ impl<T: Driver> UnregisteredDevice<T> {
     ///
     /// On success the core owns the device; it is destroyed by one of the unregistration
     /// paths. On failure the device is deallocated and its data dropped.
-    pub fn register(self, name: &CStr, ndev: &NetDevice, port: PortNum) -> Result {
+    pub fn register(mut self, name: &CStr, ndev: &NetDevice, port: PortNum) -> Result {
         let ib = self.0.as_ptr().cast::<bindings::ib_device>();
         // SAFETY: `ib` is an allocated, unregistered device and `ndev` a valid netdevice.
         to_result(unsafe { bindings::ib_device_set_netdev(ib, ndev.as_raw(), port) })?;
@@ -305,8 +320,11 @@ impl<T: Driver> UnregisteredDevice<T> {
             bindings::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut())
         })?;
         // The core owns the device now; it may already be gone if it was unregistered
-        // concurrently, so it must not be touched again.
+        // concurrently, so it must not be touched again. Registered, it is one the
+        // namespace's exit finds: the namespace reference can go.
+        let net = self.1.take();
         core::mem::forget(self);
+        drop(net);
         Ok(())
     }
 }
@@ -317,5 +335,6 @@ impl<T: Driver> Drop for UnregisteredDevice<T> {
         // operations installed, `ib_dealloc_device` calls `dealloc_driver`, which drops the
         // data, then releases the memory.
         unsafe { bindings::ib_dealloc_device(self.0.as_ptr().cast()) };
+        // The namespace reference (`self.1`) goes after the device, with the fields.
     }
 }

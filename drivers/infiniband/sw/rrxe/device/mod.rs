@@ -353,6 +353,9 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             num_comp_vectors: 1,
             uverbs_cmds: &EXTRA_UVERBS_CMDS,
             name_assigned_by_user: true,
+            // In the core's exclusive mode the device is created where its netdevice is
+            // (rdma_rxe creates it in init_net, invisible to the container that made it).
+            netns_of: Some(ndev),
         },
         try_pin_init!(RrxeDev {
             sys_image_guid: Atomic::new(guid),
