@@ -77,6 +77,49 @@ wait_for_port() {
 	return 1
 }
 
+# nsrun NS CMD...: runs CMD in namespace NS ("" for the initial one).
+nsrun() {
+	local ns=$1
+	shift
+	if [ -n "$ns" ]; then ip netns exec "$ns" "$@"; else "$@"; fi
+}
+# has_dev NS DEV: whether DEV is an RDMA device of namespace NS.
+has_dev() { nsrun "$1" rdma dev show 2>/dev/null | grep -q "^[0-9]*: $2:"; }
+# gid NS DEV ADDR: the GID index of ADDR on DEV, read in NS (sysfs is per namespace).
+gid() { nsrun "$1" bash -c ". /usr/local/lib/rrxe/lib.sh; rrxe_gid_index $2 $3"; }
+# xfer_ns NAME SNS SDEV SGIDADDR CNS CDEV CGIDADDR TCPADDR XFER_OPTS...: one byte-exact
+# xfer test within this guest: the server on SDEV in namespace SNS ("" for the initial one;
+# GID of SGIDADDR), the client on CDEV in CNS (GID of CGIDADDR), connecting to TCPADDR; TCP
+# ports from XP_PORT up. Judged by the caller's ok/bad.
+xfer_ns() {
+	local name=$1 sns=$2 sdev=$3 sa=$4 cns=$5 cdev=$6 ca=$7 tcp=$8 sg cg srv src rc
+	shift 8
+	XP_PORT=$((XP_PORT + 1))
+	sg=$(gid "$sns" "$sdev" "$sa") && cg=$(gid "$cns" "$cdev" "$ca") ||
+		{ bad "$name" "no GID ($sdev in ${sns:-init}: '$sg', $cdev in ${cns:-init}: '$cg')"; return; }
+	nsrun "$sns" timeout 120 xfer server -d "$sdev" -g "$sg" -p $XP_PORT "$@" >/tmp/xns-srv 2>&1 &
+	srv=$!
+	connect_to() { nsrun "$cns" timeout 120 xfer client -d "$cdev" -g "$cg" -p $XP_PORT "$@" "$tcp" >/tmp/xns-cli 2>&1; }
+	retry 50 0.2 connect_to "$@"
+	rc=$?
+	wait $srv
+	src=$?
+	sed 's/^/   server: /' /tmp/xns-srv
+	sed 's/^/   client: /' /tmp/xns-cli
+	if [ $rc = 0 ] && [ $src = 0 ]; then ok "$name"; else bad "$name" "client $rc, server $src"; fi
+}
+
+# veth_to_ns NS DEV ADDR PEER PEERADDR: a veth pair, DEV here with ADDR/24 and PEER in the
+# existing namespace NS with PEERADDR/24, both up (and NS's loopback).
+veth_to_ns() {
+	ip link add "$2" type veth peer name "$4" netns "$1" || die "no veth $2/$4"
+	ip addr add "$3/24" dev "$2"
+	ip link set "$2" up
+	ip -n "$1" link set lo up
+	ip -n "$1" addr add "$5/24" dev "$4"
+	ip -n "$1" link set "$4" up
+}
+
 # rping_client ADDR: rping's verifying client (-V, 20 rounds of 1 KiB) against ADDR, tried
 # again while the server does not listen yet (rdma_connect refused: REJ, consumer defined,
 # or unreachable), for up to 20 s. Output in /tmp/rping; returns rping's exit status.

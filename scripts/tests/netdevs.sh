@@ -17,42 +17,12 @@ ok() { echo "RRXE-TEST $1 ok${2:+ $2}"; }
 bad() { echo "RRXE-TEST $1 FAIL: $2"; FAILED=1; }
 modprobe rdma_rrxe || die "modprobe rdma_rrxe"
 
-# nsrun NS CMD...: runs CMD in namespace NS ("" for this one).
-nsrun() {
-	local ns=$1
-	shift
-	if [ -n "$ns" ]; then ip netns exec "$ns" "$@"; else "$@"; fi
-}
-port=18700
-# xp NAME SNS SDEV SADDR CNS CDEV CADDR XFER_OPTS...: xfer's server on SDEV (namespace SNS,
-# GID of SADDR) and its client on CDEV (namespace CNS, GID of CADDR), connecting to SADDR.
-xp() {
-	local name=$1 sns=$2 sdev=$3 saddr=$4 cns=$5 cdev=$6 caddr=$7 sg cg srv src rc
-	shift 7
-	port=$((port + 1))
-	sg=$(rrxe_gid_index "$sdev" "$saddr") && cg=$(rrxe_gid_index "$cdev" "$caddr") ||
-		{ bad "$name" "no GID"; return; }
-	nsrun "$sns" timeout 120 xfer server -d "$sdev" -g "$sg" -p $port "$@" >/tmp/nd-srv 2>&1 &
-	srv=$!
-	connect_to() { nsrun "$cns" timeout 120 xfer client -d "$cdev" -g "$cg" -p $port "$@" "$saddr" >/tmp/nd-cli 2>&1; }
-	retry 50 0.2 connect_to "$@"
-	rc=$?
-	wait $srv
-	src=$?
-	sed 's/^/   server: /' /tmp/nd-srv
-	sed 's/^/   client: /' /tmp/nd-cli
-	if [ $rc = 0 ] && [ $src = 0 ]; then ok "$name"; else bad "$name" "client $rc, server $src"; fi
-}
+XP_PORT=18700
 guid() { cat "/sys/class/infiniband/$1/node_guid"; }
 
 # veth, across namespaces.
 ip netns add p || die "ip netns add p"
-ip link add v0 type veth peer name v1 netns p || die "no veth"
-ip addr add 10.77.0.1/24 dev v0
-ip link set v0 up
-ip -n p link set lo up
-ip -n p addr add 10.77.0.2/24 dev v1
-ip -n p link set v1 up
+veth_to_ns p v0 10.77.0.1 v1 10.77.0.2
 rdma link add rrxe0 type rrxe netdev v0 || die "rdma link add on v0"
 ip netns exec p rdma link add rrxe1 type rrxe netdev v1 || die "rdma link add on v1 (in p)"
 if out=$(rdma link add rrxe9 type rrxe netdev v1 2>&1); then
@@ -61,16 +31,16 @@ if out=$(rdma link add rrxe9 type rrxe netdev v1 2>&1); then
 else
 	ok core_link_add_other_netns_refused "($out)"
 fi
-xp netdevs_veth_send_65536 p rrxe1 10.77.0.2 "" rrxe0 10.77.0.1 -s 65536 -n 10 -S 2
-xp netdevs_veth_read_65536 "" rrxe0 10.77.0.1 p rrxe1 10.77.0.2 -o read -s 65536 -n 10 -S 3
-xp netdevs_veth_ud_1024 p rrxe1 10.77.0.2 "" rrxe0 10.77.0.1 -t ud -s 1024 -n 20
+xfer_ns netdevs_veth_send_65536 p rrxe1 10.77.0.2 "" rrxe0 10.77.0.1 10.77.0.2 -s 65536 -n 10 -S 2
+xfer_ns netdevs_veth_read_65536 "" rrxe0 10.77.0.1 p rrxe1 10.77.0.2 10.77.0.1 -o read -s 65536 -n 10 -S 3
+xfer_ns netdevs_veth_ud_1024 p rrxe1 10.77.0.2 "" rrxe0 10.77.0.1 10.77.0.2 -t ud -s 1024 -n 20
 
 # dummy.
 ip link add d0 type dummy
 ip addr add 10.79.0.1/24 dev d0
 ip link set d0 up
 rdma link add rrxe2 type rrxe netdev d0 || die "rdma link add on d0"
-xp netdevs_dummy_send_65536 "" rrxe2 10.79.0.1 "" rrxe2 10.79.0.1 -s 65536 -n 10 -S 2
+xfer_ns netdevs_dummy_send_65536 "" rrxe2 10.79.0.1 "" rrxe2 10.79.0.1 10.79.0.1 -s 65536 -n 10 -S 2
 
 # tun: no Ethernet address.
 ip tuntap add dev tun0 mode tun || die "no tun"
@@ -88,7 +58,7 @@ if rdma link add rrxe3 type rrxe netdev tun0; then
 	else
 		bad netdevs_tun_guid_stable "node GUID $g0, after down/up $g1"
 	fi
-	xp netdevs_tun_send_65536 "" rrxe3 10.78.0.1 "" rrxe3 10.78.0.1 -s 65536 -n 10 -S 2
+	xfer_ns netdevs_tun_send_65536 "" rrxe3 10.78.0.1 "" rrxe3 10.78.0.1 10.78.0.1 -s 65536 -n 10 -S 2
 else
 	bad netdevs_tun_guid_stable "rdma link add on tun0 failed"
 fi
@@ -100,7 +70,7 @@ ip link add mv0 link d1 type macvlan mode bridge
 ip addr add 10.80.0.1/24 dev mv0
 ip link set mv0 up
 rdma link add rrxe4 type rrxe netdev mv0 || die "rdma link add on mv0"
-xp netdevs_macvlan_send_65536 "" rrxe4 10.80.0.1 "" rrxe4 10.80.0.1 -s 65536 -n 10 -S 2
+xfer_ns netdevs_macvlan_send_65536 "" rrxe4 10.80.0.1 "" rrxe4 10.80.0.1 10.80.0.1 -s 65536 -n 10 -S 2
 
 rdma link show
 for d in rrxe4 rrxe3 rrxe2 rrxe0; do rdma link del $d; done

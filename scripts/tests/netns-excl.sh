@@ -42,36 +42,7 @@ bad() {
 	fi
 }
 
-# nsrun NS CMD...: runs CMD in namespace NS ("" for the initial one).
-nsrun() {
-	local ns=$1
-	shift
-	if [ -n "$ns" ]; then ip netns exec "$ns" "$@"; else "$@"; fi
-}
-# has_dev NS DEV: whether DEV is an RDMA device of namespace NS.
-has_dev() { nsrun "$1" rdma dev show 2>/dev/null | grep -q "^[0-9]*: $2:"; }
-# gid NS DEV ADDR: the GID index of ADDR on DEV, read in NS (sysfs is per namespace).
-gid() { nsrun "$1" bash -c ". /usr/local/lib/rrxe/lib.sh; rrxe_gid_index $2 $3"; }
-port=18600
-# xp NAME SNS SDEV SGIDADDR CNS CDEV CGIDADDR TCPADDR XFER_OPTS...: xfer's server on SDEV in
-# SNS (GID of SGIDADDR), its client on CDEV in CNS (GID of CGIDADDR), connecting to TCPADDR.
-xp() {
-	local name=$1 sns=$2 sdev=$3 sa=$4 cns=$5 cdev=$6 ca=$7 tcp=$8 sg cg srv src rc
-	shift 8
-	port=$((port + 1))
-	sg=$(gid "$sns" "$sdev" "$sa") && cg=$(gid "$cns" "$cdev" "$ca") ||
-		{ bad "$name" "no GID ($sdev in ${sns:-init}: '$sg', $cdev in ${cns:-init}: '$cg')"; return; }
-	nsrun "$sns" timeout 120 xfer server -d "$sdev" -g "$sg" -p $port "$@" >/tmp/ex-srv 2>&1 &
-	srv=$!
-	connect_to() { nsrun "$cns" timeout 120 xfer client -d "$cdev" -g "$cg" -p $port "$@" "$tcp" >/tmp/ex-cli 2>&1; }
-	retry 50 0.2 connect_to "$@"
-	rc=$?
-	wait $srv
-	src=$?
-	sed 's/^/   server: /' /tmp/ex-srv
-	sed 's/^/   client: /' /tmp/ex-cli
-	if [ $rc = 0 ] && [ $src = 0 ]; then ok "$name"; else bad "$name" "client $rc, server $src"; fi
-}
+XP_PORT=18600
 
 run() {
 	T=$1
@@ -85,18 +56,8 @@ run() {
 	ip netns attach init 1 || die "ip netns attach init 1"
 	ip netns add p || die "ip netns add p"
 	ip netns add q || die "ip netns add q"
-	ip link add v0 type veth peer name v1 netns p || die "no veth"
-	ip addr add 10.76.0.1/24 dev v0
-	ip link set v0 up
-	ip -n p link set lo up
-	ip -n p addr add 10.76.0.2/24 dev v1
-	ip -n p link set v1 up
-	ip link add m0 type veth peer name m1 netns q || die "no veth"
-	ip addr add 10.75.0.1/24 dev m0
-	ip link set m0 up
-	ip -n q link set lo up
-	ip -n q addr add 10.75.0.2/24 dev m1
-	ip -n q link set m1 up
+	veth_to_ns p v0 10.76.0.1 v1 10.76.0.2
+	veth_to_ns q m0 10.75.0.1 m1 10.75.0.2
 	rdma link add ${T}0 type $T netdev v0 || die "rdma link add on v0"
 	# Created from p: rrxe creates the device in its netdevice's namespace, rdma_rxe in the
 	# initial one (where p cannot see it).
@@ -116,9 +77,9 @@ run() {
 	else
 		bad netns_excl_dev_set "in q: $(ip netns exec q rdma dev show | tr '\n' ' '); in init: $(rdma dev show | tr '\n' ' ')"
 	fi
-	xp netns_excl_split_send_65536 "" ${T}1 10.76.0.2 q ${T}0 10.76.0.1 10.75.0.1 -s 65536 -n 10 -S 2
-	xp netns_excl_split_read_65536 "" ${T}1 10.76.0.2 q ${T}0 10.76.0.1 10.75.0.1 -o read -s 65536 -n 10 -S 3
-	xp netns_excl_split_ud_1024 "" ${T}1 10.76.0.2 q ${T}0 10.76.0.1 10.75.0.1 -t ud -s 1024 -n 20
+	xfer_ns netns_excl_split_send_65536 "" ${T}1 10.76.0.2 q ${T}0 10.76.0.1 10.75.0.1 -s 65536 -n 10 -S 2
+	xfer_ns netns_excl_split_read_65536 "" ${T}1 10.76.0.2 q ${T}0 10.76.0.1 10.75.0.1 -o read -s 65536 -n 10 -S 3
+	xfer_ns netns_excl_split_ud_1024 "" ${T}1 10.76.0.2 q ${T}0 10.76.0.1 10.75.0.1 -t ud -s 1024 -n 20
 
 	# A user context on ${T}0 in q when the device moves back to the initial namespace.
 	ip netns exec q ibv_rc_pingpong -d ${T}0 -g "$(gid q ${T}0 10.76.0.1)" -p 18699 >/tmp/ex-pp 2>&1 &
@@ -138,8 +99,8 @@ run() {
 
 	# A container's setup: the device joins its netdevice in p.
 	rdma dev set ${T}1 netns p
-	xp netns_excl_container_send_65536 p ${T}1 10.76.0.2 "" ${T}0 10.76.0.1 10.76.0.2 -s 65536 -n 10 -S 2
-	xp netns_excl_container_write_imm_65536 "" ${T}0 10.76.0.1 p ${T}1 10.76.0.2 10.76.0.1 -o write_imm -s 65536 -n 10
+	xfer_ns netns_excl_container_send_65536 p ${T}1 10.76.0.2 "" ${T}0 10.76.0.1 10.76.0.2 -s 65536 -n 10 -S 2
+	xfer_ns netns_excl_container_write_imm_65536 "" ${T}0 10.76.0.1 p ${T}1 10.76.0.2 10.76.0.1 -o write_imm -s 65536 -n 10
 
 	# q goes with ${T}0 in it, while the initial namespace has another ${T}0.
 	rdma dev set ${T}0 netns q
@@ -158,7 +119,7 @@ run() {
 	rdma dev show
 	if [ -n "$renamed" ] && [ "$(cat /sys/class/infiniband/$renamed/parent 2>/dev/null)" = v0 ]; then
 		ok netns_excl_exit_rename "($renamed)"
-		xp netns_excl_renamed_send_65536 p ${T}1 10.76.0.2 "" "$renamed" 10.76.0.1 10.76.0.2 -s 65536 -n 10 -S 2
+		xfer_ns netns_excl_renamed_send_65536 p ${T}1 10.76.0.2 "" "$renamed" 10.76.0.1 10.76.0.2 -s 65536 -n 10 -S 2
 	else
 		bad netns_excl_exit_rename "no ibdev<N> on v0 in the initial namespace: $(rdma dev show | tr '\n' ' ')"
 		bad netns_excl_renamed_send_65536 "no renamed device"
