@@ -87,6 +87,8 @@ nsrun() {
 has_dev() { nsrun "$1" rdma dev show 2>/dev/null | grep -q "^[0-9]*: $2:"; }
 # gid NS DEV ADDR: the GID index of ADDR on DEV, read in NS (sysfs is per namespace).
 gid() { nsrun "$1" bash -c ". /usr/local/lib/rrxe/lib.sh; rrxe_gid_index $2 $3"; }
+# wait_listen_ns NS PORT PID: wait_listen in namespace NS (60 s), for a server started there.
+wait_listen_ns() { nsrun "$1" bash -c ". /usr/local/lib/rrxe/lib.sh; wait_listen $2 60 $3"; }
 # xfer_ns NAME SNS SDEV SGIDADDR CNS CDEV CGIDADDR TCPADDR XFER_OPTS...: one byte-exact
 # xfer test within this guest: the server on SDEV in namespace SNS ("" for the initial one;
 # GID of SGIDADDR), the client on CDEV in CNS (GID of CGIDADDR), connecting to TCPADDR; TCP

@@ -84,7 +84,7 @@ run() {
 	# A user context on ${T}0 in q when the device moves back to the initial namespace.
 	ip netns exec q ibv_rc_pingpong -d ${T}0 -g "$(gid q ${T}0 10.76.0.1)" -p 18699 >/tmp/ex-pp 2>&1 &
 	pp=$!
-	ip netns exec q bash -c ". /usr/local/lib/rrxe/lib.sh; wait_listen 18699 60 $pp" ||
+	wait_listen_ns q 18699 $pp ||
 		log "the pingpong server is not listening: $(cat /tmp/ex-pp)"
 	# The rdma tool names a device in its own namespace: the move is asked for from q.
 	if timeout 30 ip netns exec q rdma dev set ${T}0 netns init; then moved=1; else moved=; fi

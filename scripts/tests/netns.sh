@@ -34,13 +34,6 @@ port_open() {
 	fi
 }
 
-# listening NS PORT PID: lib.sh's wait_listen in NS (60 s). A pingpong server listens only
-# once its device is open, its QP created and its receives posted: the readiness to wait for
-# before taking the netdevice away (a fixed sleep was not enough on a loaded machine).
-listening() {
-	ip netns exec "$1" bash -c ". /usr/local/lib/rrxe/lib.sh; wait_listen $2 60 $3"
-}
-
 # The traffic part, run in rns on guest a and as usual on guest b.
 traffic() {
 	rdma_use "$1"
@@ -101,9 +94,12 @@ if [ "$NS_A$NS_B" != rrxerrxe ]; then
 fi
 
 # The netdevice leaves the namespace under a live user context.
-ip netns exec rns ibv_rc_pingpong -d "$DEV" -g "$(ip netns exec rns bash -c ". /usr/local/lib/rrxe/lib.sh; rrxe_gid_index $DEV")" -p 18899 >/tmp/pp.out 2>&1 &
+# A pingpong server listens only once its device is open, its QP created and its receives
+# posted: the readiness to wait for before taking the netdevice away (a fixed sleep was not
+# enough on a loaded machine).
+ip netns exec rns ibv_rc_pingpong -d "$DEV" -g "$(gid rns "$DEV" "$RRXE_IP")" -p 18899 >/tmp/pp.out 2>&1 &
 pp=$!
-listening rns 18899 $pp || log "the pingpong server is not listening: $(cat /tmp/pp.out)"
+wait_listen_ns rns 18899 $pp || log "the pingpong server is not listening: $(cat /tmp/pp.out)"
 ip -n rns link set eth0 netns 1 || die "eth0 back"
 gone= closed=
 for i in $(seq 100); do
@@ -133,10 +129,9 @@ ip -n rns2 link add d0 type dummy
 ip -n rns2 addr add 10.99.0.1/24 dev d0
 ip -n rns2 link set d0 up
 ip netns exec rns2 rdma link add ${TYPE}9 type $TYPE netdev d0 || bad "netns_deleted_$NS_A" "rdma link add in rns2"
-g=$(ip netns exec rns2 bash -c ". /usr/local/lib/rrxe/lib.sh; rrxe_gid_index ${TYPE}9 10.99.0.1")
-ip netns exec rns2 ibv_rc_pingpong -d ${TYPE}9 -g "$g" -p 18898 >/tmp/pp2.out 2>&1 &
+ip netns exec rns2 ibv_rc_pingpong -d ${TYPE}9 -g "$(gid rns2 ${TYPE}9 10.99.0.1)" -p 18898 >/tmp/pp2.out 2>&1 &
 pp=$!
-listening rns2 18898 $pp || log "the pingpong server in rns2 is not listening: $(cat /tmp/pp2.out)"
+wait_listen_ns rns2 18898 $pp || log "the pingpong server in rns2 is not listening: $(cat /tmp/pp2.out)"
 open2=$(port_open rns2 && echo open || echo closed)
 ip netns del rns2
 kill -KILL $pp
