@@ -389,6 +389,14 @@ guest_test uc 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/uc-rrx
 guest_test uc-mixed 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/uc-mixed.sh" "$REPO/scripts/tests/uc-mixed.sh"
 guest_test ud-mixed2 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/ud-mixed2.sh" "$REPO/scripts/tests/ud-mixed2.sh"
 guest_test uc-mixed2 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests/uc-mixed2.sh" "$REPO/scripts/tests/uc-mixed2.sh"
+# On-demand paging (issue 32): ODP memory mapped fresh on both sides, every byte checked
+# (xfer -O), invalidations racing the traffic (xfer -R), ibv_rc_pingpong -o/-P, and the
+# loopback rules (odp_rules); rrxe on both guests, then each side against the C rdma_rxe
+# (which runs odp_rules for reference in odp-mixed).
+guest_test odp 600 --file "$REPO/scripts/tests/odp.sh" "$REPO/scripts/tests/odp-rrxe.sh" "$REPO/scripts/tests/odp-rrxe.sh"
+guest_test odp-mixed 600 --file "$REPO/scripts/tests/odp.sh" "$REPO/scripts/tests/odp-mixed.sh" "$REPO/scripts/tests/odp-mixed.sh"
+guest_test odp-mixed2 600 --file "$REPO/scripts/tests/odp.sh" "$REPO/scripts/tests/odp-mixed2.sh" "$REPO/scripts/tests/odp-mixed2.sh"
+grep -ah "^RRXE-REF" "$OUTDIR"/odp-mixed/b.console 2>/dev/null || true
 
 # perftest, a fixed number of iterations (write, read, send bandwidth, atomics, write latency): rrxe on
 # both guests, and each side against rdma_rxe.

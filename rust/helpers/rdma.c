@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 #include <linux/bottom_half.h>
+#include <linux/hmm.h>
 #include <linux/if_vlan.h>
 #include <linux/mm.h>
+#include <linux/mmu_notifier.h>
 #include <linux/netdevice.h>
 #include <linux/scatterlist.h>
 #include <linux/skbuff.h>
@@ -225,5 +227,22 @@ rust_helper_uverbs_bundle_udata(struct uverbs_attr_bundle *attrs)
 __rust_helper struct ib_ucontext *rust_helper_rdma_udata_ucontext(struct ib_udata *udata)
 {
 	return udata ? rdma_udata_to_uverbs_attr_bundle(udata)->context : NULL;
+}
+/* On-demand paging (kernel::rdma::odp): the MMU interval notifier and HMM page lists. */
+__rust_helper bool
+rust_helper_mmu_notifier_range_blockable(const struct mmu_notifier_range *range)
+{
+	return mmu_notifier_range_blockable(range);
+}
+
+__rust_helper void rust_helper_mmu_interval_set_seq(struct mmu_interval_notifier *interval_sub,
+						   unsigned long cur_seq)
+{
+	mmu_interval_set_seq(interval_sub, cur_seq);
+}
+
+__rust_helper struct page *rust_helper_hmm_pfn_to_page(unsigned long hmm_pfn)
+{
+	return hmm_pfn_to_page(hmm_pfn);
 }
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Work items run in softirq context (`system_bh_wq`), embedded in driver objects.
+//! Work items run in softirq context (`system_bh_wq`), or in process context
+//! (`system_unbound_wq`) for work that must sleep, embedded in driver objects.
 //!
 //! A soft-RoCE driver sometimes must hand a packet to its own receive path, e.g. one sent
 //! to a QP on the same device, without running that path inside the sender's locks. A
@@ -23,7 +24,9 @@ pub trait BhWorkCallback: Sync + Sized {
     ///
     /// # Context
     ///
-    /// Softirq; must not sleep.
+    /// Softirq, where it must not sleep; process context (`system_unbound_wq`), where it
+    /// may, for a work declared `sleepable work` in [`impl_deferred!`](crate::impl_deferred)
+    /// ([`HasBhWork::SLEEPABLE`]).
     fn work_run(this: &Self);
 }
 
@@ -34,6 +37,10 @@ pub trait BhWorkCallback: Sync + Sized {
 /// `raw_get_work` and `bh_work_container_of` must be inverses: the work item is a field of
 /// `Self`. The work must be cancelled before any field of `Self` is dropped.
 pub unsafe trait HasBhWork: BhWorkCallback {
+    /// The work runs in process context (`system_unbound_wq`) rather than in softirq
+    /// (`system_bh_wq`): work that must sleep, such as resolving page faults.
+    const SLEEPABLE: bool;
+
     /// Returns a pointer to the work field of `*ptr`.
     ///
     /// # Safety
@@ -108,13 +115,21 @@ impl<T: HasBhWork> BhWork<T> {
         if !core::ptr::eq(unsafe { T::raw_get_work(owner) }, self) {
             return;
         }
+        // SAFETY: The system workqueues are set up at boot and never change.
+        let wq = unsafe {
+            if T::SLEEPABLE {
+                bindings::system_unbound_wq
+            } else {
+                bindings::system_bh_wq
+            }
+        };
         // INVARIANT: Queued as the field of `owner`, which cancels it before it drops.
-        // SAFETY: By the type invariant the work is set up; `system_bh_wq` is a static
-        // workqueue that outlives every module.
+        // SAFETY: By the type invariant the work is set up; the system workqueues are static
+        // and outlive every module.
         unsafe {
             bindings::queue_work_on(
                 bindings::wq_misc_consts_WORK_CPU_UNBOUND as c_int,
-                bindings::system_bh_wq,
+                wq,
                 self.work.get(),
             )
         };

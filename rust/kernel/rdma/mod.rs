@@ -38,6 +38,7 @@ pub mod mr;
 pub mod mw;
 pub mod net;
 pub mod netdev;
+pub mod odp;
 pub mod pd;
 pub mod port;
 pub mod qp;

@@ -50,6 +50,11 @@ impl AccessFlags {
     pub const FLUSH_PERSISTENT: Self = Self(bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT);
     /// Zero-based addressing (`IB_ZERO_BASED`): the region or window is addressed from 0.
     pub const ZERO_BASED: Self = Self(bindings::ib_access_flags_IB_ZERO_BASED);
+    /// On-demand paging (`IB_ACCESS_ON_DEMAND`): the memory is not pinned
+    /// ([`OdpUmem`](super::odp::OdpUmem)).
+    pub const ON_DEMAND: Self = Self(bindings::ib_access_flags_IB_ACCESS_ON_DEMAND);
+    /// Huge pages (`IB_ACCESS_HUGETLB`).
+    pub const HUGETLB: Self = Self(bindings::ib_access_flags_IB_ACCESS_HUGETLB);
     /// `IB_ACCESS_OPTIONAL`: hints (relaxed ordering and the range reserved for more) that a
     /// device may ignore, as the core expects drivers to.
     pub const OPTIONAL: Self = Self(bindings::ib_access_flags_IB_ACCESS_OPTIONAL);
@@ -232,15 +237,10 @@ impl Umem {
     ///
     /// Any context but hard interrupts: the pages are mapped locally.
     pub fn copy_from(&self, offset: usize, out: &mut [u8]) -> Result {
-        let mut done = 0;
-        let dst = out.as_mut_ptr();
-        self.for_each_piece(offset, out.len(), |src, n| {
-            // SAFETY: `src` is valid for `n` bytes (a mapped piece of a pinned page) and the
-            // pieces add up to `out.len()`, so `dst + done` is valid for `n` bytes; user
-            // memory and `out` do not overlap.
-            unsafe { core::ptr::copy_nonoverlapping(src, dst.add(done), n) };
-            done += n;
-        })
+        let len = out.len();
+        // SAFETY: `for_each_piece` hands out mapped pieces of pinned pages, valid for their
+        // length while the callback runs; user memory and `out` do not overlap.
+        unsafe { copy_out(out, |f| self.for_each_piece(offset, len, f)) }
     }
 
     /// Copies `data` to byte offset `offset` of the range; `EACCES` if the memory was pinned
@@ -254,16 +254,72 @@ impl Umem {
         if !self.writable {
             return Err(EACCES);
         }
-        let mut done = 0;
-        let src = data.as_ptr();
-        self.for_each_piece(offset, data.len(), |dst, n| {
-            // SAFETY: `dst` is valid for `n` bytes (a mapped piece of a pinned page) and the
-            // pieces add up to `data.len()`, so `src + done` is valid for `n` bytes; the
-            // buffers do not overlap.
-            unsafe { core::ptr::copy_nonoverlapping(src.add(done), dst, n) };
-            done += n;
-        })
+        // SAFETY: `for_each_piece` hands out mapped pieces of pinned pages, valid for their
+        // length while the callback runs; they were pinned for writing (checked above); user
+        // memory and `data` do not overlap.
+        unsafe { copy_in(data, |f| self.for_each_piece(offset, data.len(), f)) }
     }
+}
+
+/// Copies the pieces of memory `walk` hands to its callback (`f(address, bytes)`), in order,
+/// into `out`; `EINVAL` (the rest not copied) if they add up to more than `out.len()`.
+///
+/// # Safety
+///
+/// Each address `walk` passes is valid for reads of its byte count while the callback
+/// runs, and does not overlap `out`.
+pub(super) unsafe fn copy_out(
+    out: &mut [u8],
+    walk: impl FnOnce(&mut dyn FnMut(*mut u8, usize)) -> Result,
+) -> Result {
+    let mut done = 0usize;
+    let mut over = false;
+    walk(
+        &mut |src, n| match out.get_mut(done..).and_then(|o| o.get_mut(..n)) {
+            Some(dst) => {
+                // SAFETY: Per the function's contract `src` is valid for `n` bytes and does not
+                // overlap `out`; `dst` is `n` bytes of `out`.
+                unsafe { core::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), n) };
+                done += n;
+            }
+            None => over = true,
+        },
+    )?;
+    if over {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Copies `data`, in order, into the pieces of memory `walk` hands to its callback
+/// (`f(address, bytes)`); `EINVAL` (the rest not copied) if they add up to more than
+/// `data.len()`.
+///
+/// # Safety
+///
+/// Each address `walk` passes is valid for writes of its byte count while the callback
+/// runs, may be written by the kernel, and does not overlap `data`.
+pub(super) unsafe fn copy_in(
+    data: &[u8],
+    walk: impl FnOnce(&mut dyn FnMut(*mut u8, usize)) -> Result,
+) -> Result {
+    let mut done = 0usize;
+    let mut over = false;
+    walk(
+        &mut |dst, n| match data.get(done..).and_then(|d| d.get(..n)) {
+            Some(src) => {
+                // SAFETY: Per the function's contract `dst` is valid for writes of `n` bytes and
+                // does not overlap `data`; `src` is `n` bytes of `data`.
+                unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, n) };
+                done += n;
+            }
+            None => over = true,
+        },
+    )?;
+    if over {
+        return Err(EINVAL);
+    }
+    Ok(())
 }
 
 impl Drop for Umem {

@@ -185,6 +185,7 @@ macro_rules! impl_deferred {
     (impl Deferred for $self:ty {
         $(timer $id:tt => $tfield:ident;)*
         $(work $wfield:ident;)?
+        $(sleepable work $sfield:ident;)?
     }) => {
         $(
             // SAFETY: The two functions project to the field and back (`container_of!` checks
@@ -212,6 +213,8 @@ macro_rules! impl_deferred {
             // SAFETY: As for the timers: the field and back, cancelled before any field is
             // dropped.
             unsafe impl $crate::rdma::bhwork::HasBhWork for $self {
+                const SLEEPABLE: bool = false;
+
                 #[inline]
                 unsafe fn raw_get_work(
                     ptr: *const Self,
@@ -229,6 +232,28 @@ macro_rules! impl_deferred {
                 }
             }
         )?
+        $(
+            // SAFETY: As for `work`; the work runs in process context.
+            unsafe impl $crate::rdma::bhwork::HasBhWork for $self {
+                const SLEEPABLE: bool = true;
+
+                #[inline]
+                unsafe fn raw_get_work(
+                    ptr: *const Self,
+                ) -> *const $crate::rdma::bhwork::BhWork<Self> {
+                    // SAFETY: The caller promises that `ptr` points to a valid `Self`.
+                    unsafe { ::core::ptr::addr_of!((*ptr).$sfield) }
+                }
+
+                #[inline]
+                unsafe fn bh_work_container_of(
+                    ptr: *const $crate::rdma::bhwork::BhWork<Self>,
+                ) -> *const Self {
+                    // SAFETY: The caller promises that `ptr` points to the field of a `Self`.
+                    unsafe { $crate::container_of!(ptr, Self, $sfield) }
+                }
+            }
+        )?
 
         #[$crate::prelude::pinned_drop]
         impl ::pin_init::PinnedDrop for $self {
@@ -236,6 +261,7 @@ macro_rules! impl_deferred {
                 // No callback runs after this: the fields may go, in any order.
                 $(self.$tfield.shutdown();)*
                 $(self.$wfield.cancel();)?
+                $(self.$sfield.cancel();)?
             }
         }
     };

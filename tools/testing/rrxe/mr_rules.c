@@ -112,12 +112,6 @@ static struct ibv_qp *make_qp(void)
 	return ibv_create_qp_ex(ctx, &ia);
 }
 
-static int connect_qp(struct ibv_qp *qp, uint32_t dqpn)
-{
-	return rc_connect(qp, dqpn, &gid, gid_index,
-			  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-}
-
 /* A connected pair: @w (the writer) and @t (the target, whose side the windows are on). */
 struct pair {
 	struct ibv_qp *w, *t;
@@ -127,7 +121,8 @@ static int make_pair(struct pair *p)
 {
 	p->w = make_qp();
 	p->t = make_qp();
-	if (!p->w || !p->t || connect_qp(p->w, p->t->qp_num) || connect_qp(p->t, p->w->qp_num)) {
+	if (rc_connect_pair(p->w, p->t, &gid, gid_index,
+			    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) {
 		printf("# QP pair: %s\n", strerror(errno));
 		return -1;
 	}

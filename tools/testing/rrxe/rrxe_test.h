@@ -77,6 +77,20 @@ static inline int rc_connect(struct ibv_qp *qp, uint32_t dqpn, const union ibv_g
 				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+/* Connects RC QPs @a and @b (both RESET, either may be NULL: then -1) to each other through
+ * GID @gid (this device's own: loopback), each granting the other @access (rc_connect()).
+ * Returns 0, or -1 with errno set. */
+static inline int rc_connect_pair(struct ibv_qp *a, struct ibv_qp *b, const union ibv_gid *gid,
+				  int gid_index, unsigned int access)
+{
+	if (!a || !b)
+		return -1;
+	if (rc_connect(a, b->qp_num, gid, gid_index, access) ||
+	    rc_connect(b, a->qp_num, gid, gid_index, access))
+		return -1;
+	return 0;
+}
+
 /* MemFree of /proc/meminfo, in KiB (-1 if unreadable). */
 static inline long mem_free_kib(void)
 {

@@ -32,13 +32,19 @@
  * (its own checks) and reads the peer's before it destroys anything, so its QP answers while
  * the peer still waits for completions; a peer that completed all iterations has started
  * everything we wait for, so its "done" only ends our wait if it stopped early.
+ * -O: the memory is registered for on-demand paging (IBV_ACCESS_ON_DEMAND) and mapped fresh
+ * (mmap): nothing of it is present for the device until it faults it in. -R (with -O): a
+ * racer thread invalidates the region all along (fork(), which write-protects every
+ * private page and so invalidates the device's mapping without changing the data, and
+ * MADV_DONTNEED of spare pages at the end of the same region), while the traffic's data is
+ * checked as always; the number of invalidation rounds is printed.
  * Completions are waited for at most -T s, polling or (-e) through a completion channel,
  * the socket watched meanwhile. Exit status 0 only if all checks of this side passed and
  * the peer reported "done 0".
  *
  * Usage: xfer server|client -d DEV -g GIDIDX [-p PORT] [-t rc|uc|ud] [-o send|write_imm|read]
  *             [-s SIZE] [-n ITERS] [-m MTU] [-S NSGE] [-e] [-x ITER] [-L ITER:CMD]
- *             [-T SECS] [-q] [SERVER_ADDRESS (client)]
+ *             [-T SECS] [-O [-R]] [-q] [SERVER_ADDRESS (client)]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -53,8 +59,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
@@ -67,6 +76,7 @@
 #define UD_QKEY		0x11111111
 #define MAX_SGE		4
 #define MAX_SIZE	(1u << 30)	/* 1 GiB: make bench-read-large */
+#define SPARE		(16 * 4096)	/* -O: pages at the end of the region the racer drops */
 #define WRID(i, k)	(((uint64_t)(i) << 8) | (k))	/* k: 1 send queue, 2 receive queue */
 
 enum { TP_RC, TP_UC, TP_UD };
@@ -95,7 +105,11 @@ struct area {
 
 static struct {
 	const char *who;
-	int is_server, tp, op, events, quiet, xset, sock, talking, peer_done, told;
+	int is_server, tp, op, events, quiet, xset, sock, talking, peer_done, told, odp, race;
+	size_t map_len;
+	pthread_t racer;
+	volatile int stop_racer;
+	unsigned long rounds;
 	unsigned int size, iters, xiter, tmo, done_iters, peer_iters, liter;
 	const char *lcmd;
 	struct ibv_context *dev;
@@ -621,8 +635,18 @@ static int setup_verbs(const char *devname, int gid_index)
 		return fail("UD message of %u bytes > active MTU %u", g.size, 128u << pa.active_mtu);
 	total = g.tx.total + g.rx.total;
 	g.ref = malloc(g.size);
-	if (!g.ref || posix_memalign(&mem, 4096, total))
+	if (!g.ref)
 		return fail("out of memory");
+	if (g.odp) {
+		/* Fresh pages, registered before they are touched. */
+		g.map_len = (total + 4095) / 4096 * 4096 + SPARE;
+		mem = mmap(NULL, g.map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			   -1, 0);
+		if (mem == MAP_FAILED)
+			return fail("mmap: %s", strerror(errno));
+	} else if (posix_memalign(&mem, 4096, total)) {
+		return fail("out of memory");
+	}
 	g.buf = mem;
 	memset(g.buf, GUARD, total);
 	g.tx.base = g.buf;
@@ -639,8 +663,22 @@ static int setup_verbs(const char *devname, int gid_index)
 	g.rcq = g.scq ? ibv_create_cq(g.dev, 4, NULL, g.ch, 0) : NULL;
 	if (!g.rcq)
 		return fail("ibv_create_cq: %s", strerror(errno));
-	g.mr = ibv_reg_mr(g.pd, g.buf, total, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			  IBV_ACCESS_REMOTE_READ);
+	if (g.odp) {
+		/* Registered before anything is written to it: nothing is present yet. */
+		munmap(g.buf, g.map_len);
+		mem = mmap(g.buf, g.map_len, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (mem == MAP_FAILED)
+			return fail("mmap: %s", strerror(errno));
+		g.mr = ibv_reg_mr(g.pd, g.buf, g.map_len, IBV_ACCESS_LOCAL_WRITE |
+				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				  IBV_ACCESS_ON_DEMAND);
+		if (g.mr)
+			memset(g.buf, GUARD, total);
+	} else {
+		g.mr = ibv_reg_mr(g.pd, g.buf, total, IBV_ACCESS_LOCAL_WRITE |
+				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	}
 	if (!g.mr)
 		return fail("ibv_reg_mr: %s", strerror(errno));
 	ia.send_cq = g.scq;
@@ -717,7 +755,10 @@ static int teardown(void)
 	DESTROY(g.pd, ibv_dealloc_pd);
 	DESTROY(g.dev, ibv_close_device);
 #undef DESTROY
-	free(g.buf);
+	if (g.odp)
+		munmap(g.buf, g.map_len);
+	else
+		free(g.buf);
 	free(g.ref);
 	return ret;
 }
@@ -779,6 +820,26 @@ static int pick(const char *s, const char *const *names, int n, const char *argv
 	return -1;
 }
 
+/* -R: invalidates the ODP region until told to stop (see the top comment). */
+static void *racer(void *arg)
+{
+	uint8_t *spare = arg;
+
+	while (!g.stop_racer) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(0);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		spare[g.rounds % SPARE] = 1;
+		madvise(spare, SPARE, MADV_DONTNEED);
+		g.rounds++;
+		usleep(20000);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *devname = NULL, *server = NULL, *port = "18800";
@@ -798,7 +859,7 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 	g.who = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "d:g:p:t:o:s:n:m:S:ex:L:T:q")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:t:o:s:n:m:S:ex:L:T:ORq")) != -1) {
 		switch (opt) {
 		case 'd': devname = optarg; break;
 		case 'g': gid_index = num(optarg, 0, 255, argv[0]); break;
@@ -822,6 +883,8 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'T': g.tmo = num(optarg, 1, 3600, argv[0]); break;
+		case 'O': g.odp = 1; break;
+		case 'R': g.race = 1; break;
 		case 'q': g.quiet = 1; break;
 		default: usage(argv[0]);
 		}
@@ -838,9 +901,10 @@ int main(int argc, char **argv)
 	if (!devname || gid_index > 255 || (128u << mtu) != mtu_bytes ||
 	    (g.op == OP_WRITE_IMM && g.tp == TP_UD) || (g.op == OP_READ && g.tp != TP_RC) ||
 	    (g.tp == TP_UD && g.size > mtu_bytes) || nsge > g.size || (g.xset && g.xiter >= g.iters) ||
-	    (g.lcmd && (g.liter >= g.iters || g.op == OP_READ))) {
+	    (g.lcmd && (g.liter >= g.iters || g.op == OP_READ)) || (g.race && !g.odp)) {
 		fprintf(stderr, "need -d and -g; MTU a power of 2; write_imm: rc or uc; read: rc;\n"
-			"ud: SIZE <= MTU; NSGE <= SIZE; -x ITER < ITERS; -L ITER < ITERS, not read\n");
+			"ud: SIZE <= MTU; NSGE <= SIZE; -x ITER < ITERS; -L ITER < ITERS, not read;\n"
+			"-R needs -O\n");
 		usage(argv[0]);
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -894,6 +958,10 @@ int main(int argc, char **argv)
 	}
 	if (!g.is_server && connect_qp(gid_index, mtu))
 		goto out;
+	if (g.race && pthread_create(&g.racer, NULL, racer, g.buf + g.map_len - SPARE)) {
+		fail("pthread_create");
+		goto out;
+	}
 
 	for (unsigned int i = 0; i < g.iters; i++) {
 		int ret;
@@ -908,6 +976,11 @@ int main(int argc, char **argv)
 	}
 	ok = 1;
 out:
+	if (g.race && g.racer) {
+		g.stop_racer = 1;
+		pthread_join(g.racer, NULL);
+		printf("%s: %lu invalidation rounds\n", g.who, g.rounds);
+	}
 	failed = !ok || g.errors;
 	/* Nothing is destroyed before the peer has said it is done with our QP. */
 	if (g.talking && finish(failed))

@@ -38,8 +38,9 @@ use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::{
     mr::{AccessFlags, Mr, MrKeys, MrRereg, MrSg, MrType, Umem, UserMrReq},
+    odp::{MrAdvice, OdpUmem},
     pd::Pd,
-    wr::KernelDma,
+    wr::{KernelDma, Sge},
     BhGuard,
 };
 use kernel::sync::{
@@ -76,10 +77,41 @@ pub(crate) enum MrInner {
     Window(Window),
 }
 
+/// The memory of a user region.
+enum UserMem {
+    /// Pinned at registration.
+    Pinned(Umem),
+    /// On-demand paging: faulted in when needed ([`crate::odp`]).
+    Odp(OdpUmem),
+}
+
+impl UserMem {
+    fn copy_from(&self, off: usize, out: &mut [u8]) -> Result {
+        match self {
+            Self::Pinned(m) => m.copy_from(off, out),
+            Self::Odp(m) => m.copy_from(off, out),
+        }
+    }
+
+    fn copy_to(&self, off: usize, data: &[u8]) -> Result {
+        match self {
+            Self::Pinned(m) => m.copy_to(off, data),
+            Self::Odp(m) => m.copy_to(off, data),
+        }
+    }
+
+    fn check_rereg_access(&self, access: AccessFlags) -> Result {
+        match self {
+            Self::Pinned(m) => m.check_rereg_access(access),
+            Self::Odp(m) => m.check_rereg_access(access),
+        }
+    }
+}
+
 /// A user memory region, fixed at registration.
 pub(crate) struct UserRegion {
-    /// The pinned user memory.
-    umem: Umem,
+    /// The user memory.
+    umem: UserMem,
     /// Start of the region as the wire and SGEs name it.
     pub(crate) iova: u64,
     /// Length in bytes.
@@ -92,6 +124,10 @@ pub(crate) struct UserRegion {
     pub(crate) key: u32,
     /// Windows bound to the region, or [`DEREGISTERED`] once it is being deregistered.
     windows: Atomic<u32>,
+    /// On-demand paging: the last fault of the region failed (its memory is not mapped any
+    /// more): the data path stops asking for faults, and the accesses fail, until a fault
+    /// succeeds again (a prefetch, `ibv_advise_mr`).
+    fault_failed: Atomic<u32>,
 }
 
 /// [`UserRegion::windows`] of a region being deregistered: no window may be bound to it.
@@ -127,6 +163,23 @@ impl UserRegion {
     /// Uncounts a window that [`Self::hold_window`] counted.
     pub(crate) fn release_window(&self) {
         self.windows.fetch_sub(1u32, Full);
+    }
+
+    /// Checks `len` bytes at `va` through `key` for a local access by protection domain
+    /// `pd_id` of a region with local write access (an `ibv_advise_mr` SGE); returns the
+    /// offset in the region.
+    fn check_local(&self, key: u32, pd_id: u64, va: u64, len: u32) -> Option<usize> {
+        if self.key != key {
+            return None;
+        }
+        let region = Region {
+            iova: self.iova,
+            length: self.length,
+            rights: self.access().bits(),
+            pd: self.pd_id(),
+        };
+        let off = region.check(pd_id, va, len, Need::LocalWrite).ok()?;
+        usize::try_from(off).ok()
     }
 
     /// Starts the deregistration: `EBUSY` while windows are bound to the region.
@@ -287,6 +340,56 @@ impl MrInner {
         }
     }
 
+    /// Returns whether the `len` bytes at offset `off` can be copied now (for writing if
+    /// `write`): always, unless they are in an on-demand paging region and not present.
+    pub(crate) fn is_present(&self, off: usize, len: usize, write: bool) -> bool {
+        match self {
+            Self::User(UserRegion {
+                umem: UserMem::Odp(m),
+                ..
+            }) => m.is_present(off, len, write),
+            _ => true,
+        }
+    }
+
+    /// Returns whether the region is an on-demand paging one.
+    pub(crate) fn is_odp(&self) -> bool {
+        matches!(
+            self,
+            Self::User(UserRegion {
+                umem: UserMem::Odp(_),
+                ..
+            })
+        )
+    }
+
+    /// Faults the `len` bytes at offset `off` of an on-demand paging region in (for
+    /// writing if `write`); nothing to do for other regions.
+    ///
+    /// # Context
+    ///
+    /// Process context; may sleep.
+    pub(crate) fn fault(&self, off: usize, len: usize, write: bool) -> Result {
+        match self {
+            Self::User(
+                u @ UserRegion {
+                    umem: UserMem::Odp(m),
+                    ..
+                },
+            ) => {
+                let r = m.fault(off, len, write);
+                u.fault_failed.store(u32::from(r.is_err()), Relaxed);
+                r
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Returns whether the region's last fault failed ([`UserRegion::fault_failed`]).
+    pub(crate) fn fault_failed(&self) -> bool {
+        matches!(self, Self::User(u) if u.fault_failed.load(Relaxed) != 0)
+    }
+
     /// Carries out an `IB_WR_REG_MR` of a QP of protection domain `pd_id`: the free fast
     /// region of `key`'s index becomes valid under `key` with `access`, over the pages
     /// staged for it. `EINVAL` for anything else (rdma_rxe's `rxe_reg_fast_mr()` checks).
@@ -423,14 +526,22 @@ pub(crate) struct RrxeMr {
 impl RrxeMr {
     /// Registers user memory (`ibv_reg_mr`).
     pub(crate) fn reg_user(pd: &Pd<Rrxe>, req: &UserMrReq) -> Result<(MrKeys, Self)> {
-        if !req.access.is_within(SUPPORTED_ACCESS) {
+        if !req
+            .access
+            .is_within(SUPPORTED_ACCESS.union(AccessFlags::ON_DEMAND))
+        {
             return Err(EOPNOTSUPP);
         }
         let dev = pd.device();
         let data = dev.data();
         let charge = data.mrs_used.take()?;
         let len = usize::try_from(req.length).map_err(|_| EINVAL)?;
-        let umem = Umem::get(dev, req.start, len, req.access)?;
+        let odp = req.access.contains(AccessFlags::ON_DEMAND);
+        let umem = if odp {
+            UserMem::Odp(OdpUmem::get(dev, req.start, len, req.access)?)
+        } else {
+            UserMem::Pinned(Umem::get(dev, req.start, len, req.access)?)
+        };
         let mut key = 0;
         let inner = data.insert_mr(|k| {
             key = k;
@@ -443,10 +554,14 @@ impl RrxeMr {
                     pd_id: Atomic::new(pd.data().id),
                     key: k,
                     windows: Atomic::new(0),
+                    fault_failed: Atomic::new(0),
                 }),
                 crate::params::gfp_user(),
             )?)
         })?;
+        if odp {
+            data.shared.faults.count_region(true);
+        }
         Ok(Self::keyed(inner, key, charge))
     }
 
@@ -606,7 +721,11 @@ impl RrxeMr {
             return Err(EOPNOTSUPP);
         }
         if let Some(access) = change.access {
-            if !access.is_within(SUPPORTED_ACCESS) {
+            // The memory stays what it is: pinned or on-demand paging.
+            let odp = AccessFlags::ON_DEMAND;
+            if !access.is_within(SUPPORTED_ACCESS.union(odp))
+                || access.contains(odp) != u.access().contains(odp)
+            {
                 return Err(EOPNOTSUPP);
             }
             u.umem.check_rereg_access(access)?;
@@ -623,6 +742,42 @@ impl RrxeMr {
         Ok(())
     }
 
+    /// Prefetches the pages of on-demand paging regions of `pd` that `sges` name by lkey
+    /// (`ibv_advise_mr`), as rdma_rxe: `EINVAL` for an lkey that names no region of the PD
+    /// with local write access (rdma_rxe's lookup) or a region that is not ODP or a range
+    /// outside it, `EPERM` for a write prefetch of memory registered read-only. Done before
+    /// returning, also when the caller did not ask to wait (`IB_UVERBS_ADVISE_MR_FLAG_FLUSH`):
+    /// the call is the process context the faults need.
+    pub(crate) fn advise(pd: &Pd<Rrxe>, advice: MrAdvice, sges: &[Sge]) -> Result {
+        let data = pd.device().data();
+        for sge in sges {
+            // Held past the BH section: a deregistration meanwhile leaves the last reference
+            // here, dropped in process context.
+            let mr = {
+                let _bh = BhGuard::new();
+                data.shared.mr(sge.lkey())
+            }
+            .ok_or(EINVAL)?;
+            let MrInner::User(u) = &*mr else {
+                return Err(EINVAL);
+            };
+            let UserMem::Odp(m) = &u.umem else {
+                return Err(EINVAL);
+            };
+            let off = u
+                .check_local(sge.lkey(), pd.data().id, sge.addr(), sge.length())
+                .ok_or(EINVAL)?;
+            let len = usize::try_from(sge.length())?;
+            match advice {
+                MrAdvice::PrefetchWrite if !m.is_writable() => return Err(EPERM),
+                MrAdvice::PrefetchWrite => mr.fault(off, len, true)?,
+                MrAdvice::Prefetch => mr.fault(off, len, false)?,
+                MrAdvice::PrefetchNoFault => m.snapshot(off, len)?,
+            }
+        }
+        Ok(())
+    }
+
     /// Deregisters (`ibv_dereg_mr`): the key stops resolving before the memory is unpinned.
     /// `EBUSY` while memory windows are bound to the region (IBA 10.6.3.4; the core retries
     /// at cleanup once the windows are deallocated).
@@ -630,6 +785,9 @@ impl RrxeMr {
         if let Some(inner) = &mr.data().inner {
             if let MrInner::User(u) = &**inner {
                 u.begin_dereg()?;
+                if matches!(u.umem, UserMem::Odp(_)) {
+                    dev_data.shared.faults.count_region(false);
+                }
             }
             dev_data.free_mr_index(inner.index());
         }

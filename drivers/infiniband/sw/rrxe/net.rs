@@ -102,9 +102,19 @@ pub(crate) enum PortCounter {
     /// Times a responder's run used up its budget with responses still queued and left them
     /// to a later run (the pacing of large READs: bounded work per softirq run).
     ReplyYields,
+    /// Accesses to on-demand paging memory that met a page not present (the data path
+    /// answered as to a page fault and asked for the range to be faulted in).
+    OdpPageFaults,
+    /// Ranges of on-demand paging memory faulted in (in process context).
+    OdpFaultsResolved,
+    /// Faults that failed (the address no longer mapped, the process gone): the access
+    /// that needs it fails when it is retried.
+    OdpFaultErrors,
+    /// Faults not queued because the device's fault queue was full (the retry asks again).
+    OdpFaultsDropped,
 }
 
-const NUM_STATS: usize = 31;
+const NUM_STATS: usize = 35;
 
 /// The names of the port counters. `rdma_rxe`'s `ack_deferred` (its completer run from a
 /// work item instead of inline) has no counterpart: rrxe's completer always runs inline.
@@ -140,6 +150,10 @@ pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
     StatDesc::new(c"sent_mcast_pkts"),
     StatDesc::new(c"rcvd_mcast_pkts"),
     StatDesc::new(c"reply_yields"),
+    StatDesc::new(c"odp_page_faults"),
+    StatDesc::new(c"odp_faults_resolved"),
+    StatDesc::new(c"odp_fault_errors"),
+    StatDesc::new(c"odp_faults_dropped"),
 ];
 
 /// The port counters of a device.

@@ -15,7 +15,8 @@
 //! - `pd.rs`: protection domains.
 //! - `cq.rs`: completion queues.
 //! - `ah.rs`: address handles (checked address vectors, numbered for the user ABI).
-//! - `mr.rs`: memory regions: pinned user memory and its keys.
+//! - `mr.rs`: memory regions: pinned and on-demand paging user memory, and their keys.
+//! - `odp.rs`: page faults of on-demand paging regions, resolved in process context.
 //! - `net.rs`: the receive path (UDP port 4791): attribution, parsing, ICRC, dispatch to the
 //!   QP, port counters.
 //! - `qp.rs`: queue pairs: creation, attribute checks, modify, query, destroy.
@@ -58,6 +59,7 @@ mod mcast;
 mod mr;
 mod mw;
 mod net;
+mod odp;
 mod params;
 mod pd;
 // Private, so that the dead-code lint sees what the module does not use: items only the host

@@ -138,6 +138,46 @@ pub mod kernel_cap {
     pub const ALLOW_USER_UNREG: u64 = bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
     /// The device's `local_dma_lkey` (0) names all of kernel memory for kernel consumers.
     pub const LOCAL_DMA_LKEY: u64 = bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY as u64;
+    /// Memory regions with on-demand paging (`IBK_ON_DEMAND_PAGING`); report
+    /// [`DeviceAttrs::odp`] with it.
+    pub const ON_DEMAND_PAGING: u64 = bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING as u64;
+}
+
+/// On-demand paging capabilities (`struct ib_odp_caps`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct OdpCaps {
+    /// `IB_ODP_SUPPORT*` bits ([`odp_cap::SUPPORT`]).
+    pub general: u64,
+    /// `IB_ODP_SUPPORT_*` operations on RC QPs.
+    pub rc: u32,
+    /// The same on UC QPs.
+    pub uc: u32,
+    /// The same on UD QPs.
+    pub ud: u32,
+}
+
+/// Bits of [`OdpCaps`] (`enum ib_odp_general_cap_bits`, `enum ib_odp_transport_cap_bits`).
+pub mod odp_cap {
+    use crate::bindings;
+
+    /// On-demand paging is supported (general).
+    pub const SUPPORT: u64 = bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT as u64;
+    /// SEND from ODP memory.
+    pub const SEND: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND;
+    /// Receive into ODP memory.
+    pub const RECV: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV;
+    /// RDMA WRITE into ODP memory.
+    pub const WRITE: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE;
+    /// RDMA READ from ODP memory.
+    pub const READ: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ;
+    /// Atomics on ODP memory.
+    pub const ATOMIC: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC;
+    /// Shared receive queues with ODP memory.
+    pub const SRQ_RECV: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
+    /// RDMA FLUSH on ODP memory.
+    pub const FLUSH: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_FLUSH;
+    /// RDMA ATOMIC WRITE into ODP memory.
+    pub const ATOMIC_WRITE: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE;
 }
 
 /// Capability flags of [`DeviceAttrs::device_cap_flags`] (`enum ib_device_cap_flags`).
@@ -280,13 +320,15 @@ pub struct DeviceAttrs {
     pub max_pkeys: u16,
     /// Local CA ACK delay (4.096 us * 2^value).
     pub local_ca_ack_delay: u8,
+    /// On-demand paging capabilities (with [`kernel_cap::ON_DEMAND_PAGING`]).
+    pub odp: OdpCaps,
 }
 
 impl DeviceAttrs {
     /// Returns the attributes as the core reads them (`struct ib_device_attr`; the GUID in
     /// network byte order, what is not described here zero).
     pub(super) fn to_raw(&self) -> bindings::ib_device_attr {
-        bindings::ib_device_attr {
+        let mut attr = bindings::ib_device_attr {
             fw_ver: self.fw_ver,
             sys_image_guid: self.sys_image_guid.to_be(),
             max_mr_size: self.max_mr_size,
@@ -322,7 +364,12 @@ impl DeviceAttrs {
             max_pkeys: self.max_pkeys,
             local_ca_ack_delay: self.local_ca_ack_delay,
             ..pin_init::zeroed()
-        }
+        };
+        attr.odp_caps.general_caps = self.odp.general;
+        attr.odp_caps.per_transport_caps.rc_odp_caps = self.odp.rc;
+        attr.odp_caps.per_transport_caps.uc_odp_caps = self.odp.uc;
+        attr.odp_caps.per_transport_caps.ud_odp_caps = self.odp.ud;
+        attr
     }
 }
 

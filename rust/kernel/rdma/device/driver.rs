@@ -295,6 +295,23 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Prepares the deregistration of a memory region; on success its data is dropped next.
     fn dereg_mr(mr: &Mr<Self>) -> Result;
 
+    /// Acts on advice about memory regions of `pd` (`ibv_advise_mr`): the pages of the
+    /// on-demand paging regions `sges` name (by lkey) are to be prefetched. With `flush`
+    /// (`IB_UVERBS_ADVISE_MR_FLAG_FLUSH`) the caller waits until they are; without, the
+    /// prefetch is best effort. Installs `advise_mr` when implemented.
+    ///
+    /// # Context
+    ///
+    /// Process context of the caller; may sleep.
+    fn advise_mr(
+        _pd: &Pd<Self>,
+        _advice: crate::rdma::odp::MrAdvice,
+        _flush: bool,
+        _sges: &[crate::rdma::wr::Sge],
+    ) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
     /// Re-registers a user memory region in place (`ibv_rereg_mr`): it keeps its keys; the
     /// core updates its PD and range in the `ib_mr` after success. Installs `rereg_user_mr`
     /// when implemented.

@@ -32,9 +32,9 @@ mod ucontext;
 mod vtable;
 
 pub use attrs::{
-    core_cap, device_cap, kernel_cap, port_cap, port_modify, AtomicCap, DeviceAttrs, DeviceModify,
-    DriverId, LinkLayer, Mtu, PhysState, PortAttrs, PortImmutable, PortModify, PortNum, PortState,
-    StatDesc, MGMT_MAD_SIZE,
+    core_cap, device_cap, kernel_cap, odp_cap, port_cap, port_modify, AtomicCap, DeviceAttrs,
+    DeviceModify, DriverId, LinkLayer, Mtu, OdpCaps, PhysState, PortAttrs, PortImmutable,
+    PortModify, PortNum, PortState, StatDesc, MGMT_MAD_SIZE,
 };
 pub use driver::Driver;
 pub use optional::{Mad, MadResult};

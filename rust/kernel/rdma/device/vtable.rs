@@ -147,6 +147,11 @@ impl<T: Driver> DeviceVTable<T> {
         } else {
             None
         },
+        advise_mr: if T::HAS_ADVISE_MR {
+            Some(Self::advise_mr_callback)
+        } else {
+            None
+        },
         alloc_mw: if T::HAS_ALLOC_MW {
             Some(Self::alloc_mw_callback)
         } else {
@@ -660,6 +665,35 @@ impl<T: Driver> DeviceVTable<T> {
             Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
             Err(e) => e.to_errno(),
         }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core (`ib_uverbs_advise_mr`) with one of this driver's PDs and
+    /// `num_sge` valid SGEs at `sg_list` (or none), for the duration of the call.
+    unsafe extern "C" fn advise_mr_callback(
+        pd: *mut bindings::ib_pd,
+        advice: bindings::ib_uverbs_advise_mr_advice,
+        flags: u32,
+        sg_list: *mut bindings::ib_sge,
+        num_sge: u32,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        let Some(advice) = crate::rdma::odp::MrAdvice::from_raw(advice) else {
+            return EOPNOTSUPP.to_errno();
+        };
+        let flush = flags & bindings::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0;
+        let sges: &[crate::rdma::wr::Sge] = match usize::try_from(num_sge) {
+            Ok(n) if n > 0 && !sg_list.is_null() => {
+                // SAFETY: Per the function's contract; `Sge` is `repr(transparent)` over
+                // `ib_sge`.
+                unsafe { core::slice::from_raw_parts(sg_list.cast(), n) }
+            }
+            _ => &[],
+        };
+        // SAFETY: Per the function's contract, `pd` is a live PD of this driver.
+        let pd = unsafe { &*pd.cast::<Pd<T>>() };
+        from_result(|| T::advise_mr(pd, advice, flush, sges).map(|()| 0))
     }
 
     /// # Safety

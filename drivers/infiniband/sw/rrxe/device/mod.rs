@@ -345,6 +345,7 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
     let guid = params::guid_from_mac(mac);
     // The RoCEv2 sockets of the netdevice's namespace (opened for its first device).
     let port_user = PortUser::new(ndev)?;
+    let dev_stats = Arc::new(Stats::new(), GFP_KERNEL)?;
     let dev = UnregisteredDevice::<Rrxe>::new(
         &DeviceParams {
             node_guid: guid,
@@ -383,8 +384,9 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
                     ndev: ndev.into(),
                     mrs <- XArray::new(AllocKind::Alloc),
                     ah_nums <- XArray::new(AllocKind::Alloc),
-                    stats: Stats::new(),
+                    stats: dev_stats.clone(),
                     atomic_lock <- new_spinlock!((), "rrxe_atomic"),
+                    faults <- crate::odp::Faults::new(ndev, dev_stats)?,
                 }),
                 GFP_KERNEL,
             )?,

@@ -42,11 +42,14 @@ pub(crate) struct DevShared {
     /// happen with bottom halves disabled.
     #[pin]
     pub(super) ah_nums: XArray<KBox<(AhAttr, u64)>>,
-    /// Port counters.
-    pub(crate) stats: Stats,
+    /// Port counters (shared with the fault queue's work).
+    pub(crate) stats: Arc<Stats>,
     /// Makes atomics from the wire atomic with respect to each other (IBV_ATOMIC_HCA).
     #[pin]
     pub(crate) atomic_lock: SpinLock<()>,
+    /// Page faults of on-demand paging regions, resolved in process context.
+    #[pin]
+    pub(crate) faults: crate::odp::Faults,
 }
 
 impl_deferred! {

@@ -22,17 +22,19 @@ use kernel::rdma::{
     ah::{Ah, AhInit},
     cq::{Cq, CqInit, NotifyFlags},
     device::{
-        core_cap, device_cap, kernel_cap, port_modify, AtomicCap, Device, DeviceAttrs,
-        DeviceModify, Driver, DriverId, LinkLayer, Mad, MadResult, Mtu, PhysState, PortAttrs,
-        PortImmutable, PortModify, PortNum, PortState, StatDesc, UContext, UData, MGMT_MAD_SIZE,
+        core_cap, device_cap, kernel_cap, odp_cap, port_modify, AtomicCap, Device, DeviceAttrs,
+        DeviceModify, Driver, DriverId, LinkLayer, Mad, MadResult, Mtu, OdpCaps, PhysState,
+        PortAttrs, PortImmutable, PortModify, PortNum, PortState, StatDesc, UContext, UData,
+        MGMT_MAD_SIZE,
     },
     mr::{AccessFlags, Mr, MrKeys, MrRereg, MrSg, MrType, UserMrReq},
     mw::{Mw, MwInit},
+    odp::MrAdvice,
     pd::Pd,
     qp::{AhAttr, Qp, QpAttrs, QpCaps, QpInit},
     srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
     usecnt::Dying,
-    wr::{KernelDma, RecvWr, SendWr, Wc},
+    wr::{KernelDma, RecvWr, SendWr, Sge, Wc},
 };
 use kernel::sync::atomic::ordering::Relaxed;
 
@@ -122,7 +124,24 @@ impl Driver for Rrxe {
             max_cq: params::MAX_CQ,
             max_cqe: params::MAX_CQE,
             vendor_id: params::VENDOR_ID,
-            kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG | kernel_cap::LOCAL_DMA_LKEY,
+            kernel_cap_flags: kernel_cap::ALLOW_USER_UNREG
+                | kernel_cap::LOCAL_DMA_LKEY
+                | kernel_cap::ON_DEMAND_PAGING,
+            // On-demand paging for every operation rdma_rxe supports on it (`rxe.c`):
+            // explicit regions only (no implicit ODP, as rdma_rxe).
+            odp: OdpCaps {
+                general: odp_cap::SUPPORT,
+                rc: odp_cap::SEND
+                    | odp_cap::RECV
+                    | odp_cap::WRITE
+                    | odp_cap::READ
+                    | odp_cap::ATOMIC
+                    | odp_cap::SRQ_RECV
+                    | odp_cap::FLUSH
+                    | odp_cap::ATOMIC_WRITE,
+                uc: 0,
+                ud: odp_cap::SEND | odp_cap::RECV | odp_cap::SRQ_RECV,
+            },
             max_pkeys: 1,
             local_ca_ack_delay: params::LOCAL_CA_ACK_DELAY,
             ..DeviceAttrs::default()
@@ -383,6 +402,10 @@ impl Driver for Rrxe {
 
     fn rereg_user_mr(mr: &Mr<Self>, change: &MrRereg<'_, Self>) -> Result {
         RrxeMr::rereg(mr, change)
+    }
+
+    fn advise_mr(pd: &Pd<Self>, advice: MrAdvice, _flush: bool, sges: &[Sge]) -> Result {
+        RrxeMr::advise(pd, advice, sges)
     }
 
     fn alloc_mw(_dev: &Device<Self>, init: &MwInit<'_, Self>) -> Result<(u32, RrxeMw)> {

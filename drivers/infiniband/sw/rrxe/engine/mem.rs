@@ -24,6 +24,7 @@
 use super::QpShared;
 use crate::mr::{MrInner, Need};
 use crate::mw::BindRequest;
+use crate::odp::{Fault, Resume};
 use crate::proto::uabi::{SgeList, SgeWalkError};
 use kernel::prelude::*;
 use kernel::rdma::wr::KernelDma;
@@ -78,6 +79,20 @@ impl Mem<'_> {
     }
 }
 
+impl Mem<'_> {
+    /// Returns whether the `len` bytes at byte `at` of the access can be copied now (for
+    /// writing if `write`): always, unless they lie in on-demand paging memory that is not
+    /// present.
+    pub(super) fn is_present(&self, at: usize, len: usize, write: bool) -> bool {
+        match self {
+            Self::Region { mr, off, .. } => off
+                .checked_add(at)
+                .is_some_and(|o| mr.is_present(o, len, write)),
+            Self::Kernel { .. } => true,
+        }
+    }
+}
+
 /// Returns `addr + at`, if it does not wrap.
 fn offset(addr: u64, at: usize) -> Result<u64> {
     addr.checked_add(u64::try_from(at)?).ok_or(EINVAL)
@@ -119,6 +134,83 @@ impl QpShared {
             off,
             generation,
         })
+    }
+
+    /// Asks for the `len` bytes at byte `at` of `mem` to be faulted in (for writing if
+    /// `write`) in process context ([`crate::odp`]), and for this QP to be resumed then as
+    /// `resume` says. Returns whether it did: not for memory that is not on-demand paging,
+    /// nor for a region whose last fault failed (the access then fails, as for a bad
+    /// address), nor when the device's fault queue is full (the access is retried later).
+    pub(super) fn request_fault(
+        &self,
+        mem: &Mem<'_>,
+        at: usize,
+        len: usize,
+        write: bool,
+        resume: Option<Resume>,
+    ) -> bool {
+        let Mem::Region { mr, off, .. } = mem else {
+            return false;
+        };
+        let Some(off) = off.checked_add(at) else {
+            return false;
+        };
+        if !mr.is_odp() || mr.fault_failed() {
+            return false;
+        }
+        self.dev.faults.request(Fault {
+            mr: mr.clone(),
+            off,
+            len,
+            write,
+            resume: resume.map(|how| (self.qpn, how)),
+        })
+    }
+
+    /// Checks that the `len` bytes at `va` that `key` names for `need` can be copied now;
+    /// if they are on-demand paging memory that is not present, asks for them to be faulted
+    /// in (resuming this QP then as `resume` says) and returns `false`. `true` as well for a key
+    /// that does not resolve or a fault that cannot be resolved: the access itself then
+    /// fails as it would have.
+    pub(super) fn ensure_present(
+        &self,
+        key: u32,
+        va: u64,
+        len: u32,
+        need: Need,
+        resume: Option<Resume>,
+    ) -> bool {
+        let write = matches!(
+            need,
+            Need::LocalWrite | Need::RemoteWrite | Need::RemoteAtomic
+        );
+        let Ok(mem) = self.resolve(key, va, len, need) else {
+            return true;
+        };
+        let Ok(n) = usize::try_from(len) else {
+            return true;
+        };
+        mem.is_present(0, n, write) || !self.request_fault(&mem, 0, n, write, resume)
+    }
+
+    /// Checks the pieces of the first `len` bytes of a local scatter list at byte `offset`
+    /// as [`Self::ensure_present`] does; `false` if any is not present (all of those are
+    /// asked for).
+    pub(super) fn ensure_sges_present(
+        &self,
+        sges: SgeList<'_>,
+        offset: u32,
+        len: usize,
+        need: Need,
+        resume: Option<Resume>,
+    ) -> bool {
+        let mut present = true;
+        let _ = walk_sges(sges, offset, len, |va, lkey, r| {
+            let n = u32::try_from(r.len())?;
+            present &= self.ensure_present(lkey, va, n, need, resume);
+            Ok(())
+        });
+        present
     }
 
     /// Checks the flush right of `key` over `len` bytes at `va`, or over the whole region

@@ -88,12 +88,20 @@ use kernel::rdma::{
     wr::{KernelDma, QpHandle},
     BhGuard,
 };
-use kernel::sync::{Arc, SpinLock};
+use kernel::sync::{
+    atomic::{ordering::Relaxed, Atomic},
+    Arc, SpinLock,
+};
 use replies::ReplyQueue;
 use req::Shadow;
 use state::{new_responder, new_sender, path_mtu, wire_state, ResTable};
 use wq::KernelQueues;
 use xmit::PKEY;
+
+/// [`QpShared::rewind`]: a fault for a dropped response is being resolved.
+pub(super) const REWIND_WAIT: u32 = 1;
+/// [`QpShared::rewind`]: the fault was resolved; the requester goes back.
+const REWIND_DUE: u32 = 2;
 
 /// Send WQEs a QP keeps in flight (started, not completed): the sender's window in WQEs.
 const SQ_SLOTS: usize = 128;
@@ -149,6 +157,11 @@ pub(crate) struct QpShared {
     handle: QpHandle,
     /// Where the QP's asynchronous events go.
     events: Arc<QpEvents>,
+    /// Its requester dropped a response for a page fault: [`REWIND_WAIT`] while the fault
+    /// is being resolved (further drops ask for nothing more), [`REWIND_DUE`] once it is:
+    /// the next run goes back to the oldest unacknowledged PSN
+    /// ([`Sender::on_fault_resolved`]).
+    pub(super) rewind: Atomic<u32>,
 }
 
 impl_deferred! {
@@ -163,7 +176,12 @@ impl_deferred! {
 impl BhWorkCallback for QpShared {
     /// A kernel consumer rang the doorbell, or responses are waiting.
     fn work_run(this: &Self) {
-        this.resume(|_| {});
+        let rewind = this.rewind.cmpxchg(REWIND_DUE, 0, Relaxed).is_ok();
+        this.resume(|s| {
+            if rewind {
+                s.on_fault_resolved();
+            }
+        });
     }
 }
 
@@ -196,6 +214,9 @@ pub(crate) struct Engine {
     stage_taken: bool,
     /// `IB_EVENT_QP_LAST_WQE_REACHED` was raised since the QP last left RESET.
     last_wqe_told: bool,
+    /// UD: a datagram received while the head receive WQE's memory was not present (on-
+    /// demand paging), placed once the fault work resumes the QP.
+    parked: Option<ud::Parked>,
     /// In SQD, the send queue is not drained yet: `IB_EVENT_SQ_DRAINED` is due once it is
     /// (and `sq_draining` reads true).
     sq_drain_due: bool,
@@ -310,6 +331,7 @@ impl QpShared {
             rwqe: RecvCopy::new(rq_elem)?,
             stage: RecvCopy::new(rq_elem)?,
             stage_taken: false,
+            parked: None,
             last_wqe_told: false,
             sq_drain_due: false,
             kq,
@@ -343,6 +365,7 @@ impl QpShared {
                 kernel: s.kernel,
                 handle: s.handle,
                 events: s.events,
+                rewind: Atomic::new(0),
             }),
             crate::params::gfp_user(),
         )
@@ -356,6 +379,17 @@ impl QpShared {
     /// Returns whether every send WQE completes (`IB_SIGNAL_ALL_WR`).
     pub(crate) fn sig_all(&self) -> bool {
         self.sig_all
+    }
+
+    /// Resumes the QP soon, from its softirq work: what waited for a page fault to be
+    /// resolved (on-demand paging) goes on.
+    /// With `rewind`, the requester goes back to its oldest unacknowledged PSN first (a
+    /// response it dropped for a page fault is asked for again).
+    pub(crate) fn resume_soon(&self, rewind: bool) {
+        if rewind {
+            self.rewind.store(REWIND_DUE, Relaxed);
+        }
+        self.kick.queue(self);
     }
 
     /// Stops the timers for good and waits for running callbacks (QP destruction, after
@@ -477,6 +511,9 @@ impl QpShared {
             let mut e = self.eng.lock();
             let e = &mut *e;
             expired(&mut e.sender);
+            if let Some(d) = e.parked.take() {
+                self.place_parked(e, &mut ev, d);
+            }
             match e.state() {
                 s if s.transmits() => self.pump(e, &mut ev),
                 qp_state::QpState::Err => self.flush_queues(e, &mut ev),

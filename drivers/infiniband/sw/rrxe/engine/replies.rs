@@ -31,6 +31,7 @@ use super::{mem::Mem, path_mtu, xmit::PKEY, Engine, QpShared};
 use crate::fifo::Fifo;
 use crate::mr::Need;
 use crate::net::PortCounter;
+use crate::odp::{Resume, FAULT_AHEAD};
 use crate::proto::{
     psn::{Msn, Psn},
     rc::{AtomicReply, PathMtu, ReadReply, Reply},
@@ -201,6 +202,12 @@ impl QpShared {
                             self.kick.queue(self);
                             return;
                         }
+                        Burst::Fault(next) => {
+                            if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
+                                *n = next;
+                            }
+                            return;
+                        }
                         Burst::Full(next) => {
                             if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
                                 *n = next;
@@ -260,6 +267,24 @@ impl QpShared {
             if sent == Err(ENOBUFS) {
                 return Burst::Full(i);
             }
+            if sent == Err(EAGAIN) {
+                // On-demand paging memory not present: the responses wait for the fault
+                // work, which resumes the QP (a fault that cannot be resolved makes it a lost
+                // response instead, and the requester's retries end in an error).
+                let at = usize::try_from(r.offset).unwrap_or(usize::MAX);
+                let left = usize::try_from(rd.len.saturating_sub(r.offset)).unwrap_or(0);
+                if let Some(mem) = &mem {
+                    if self.request_fault(
+                        mem,
+                        at,
+                        left.min(FAULT_AHEAD),
+                        false,
+                        Some(Resume::Continue),
+                    ) {
+                        return Burst::Fault(i);
+                    }
+                }
+            }
             // Any other failure is a lost response: the requester asks again.
             self.count_sent(sent, false);
             i += 1;
@@ -280,4 +305,6 @@ enum Burst {
     More(u32),
     /// The transmit queue was full at this packet.
     Full(u32),
+    /// This packet's memory is being faulted in (on-demand paging).
+    Fault(u32),
 }

@@ -24,10 +24,11 @@
 //!
 //! [`Transport::Uc`]: crate::proto::rc::Transport::Uc
 
-use super::{replies::TX_WAIT_US, xmit::PKEY, Engine, Events, QpShared, SQ_SLOTS};
+use super::{replies::TX_WAIT_US, xmit::PKEY, Engine, Events, QpShared, REWIND_WAIT, SQ_SLOTS};
 use crate::mr::Need;
 use crate::mw::BindRequest;
 use crate::net::PortCounter;
+use crate::odp::{Resume, FAULT_AHEAD};
 use crate::proto::{
     aeth::{NakCode, Syndrome},
     opcode::QpType as WireQpType,
@@ -37,6 +38,7 @@ use crate::proto::{
 };
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
+use kernel::sync::atomic::ordering::Relaxed;
 
 /// Copies of the send WQEs in flight: up to `SQ_SLOTS` slots (as many as the send queue
 /// depth the QP was created with: a QP of 16 WRs does not pay for 128 copies, nor one of 64
@@ -188,6 +190,11 @@ impl QpShared {
                 break;
             };
             let sent = self.send_request(e, &p);
+            if sent == Err(EAGAIN) && self.fault_payload(e, &p) && e.sender.unsend(&p) {
+                // Its payload is on-demand paging memory not present: the packet waits, and
+                // the QP with it, for the fault work, which resumes the QP.
+                break;
+            }
             if sent == Err(ENOBUFS) && e.sender.unsend(&p) {
                 // The transmit queue is full: the packet waits, and the QP with it, for
                 // `tx_wait` (not the retransmit timer: nothing was lost).
@@ -280,6 +287,12 @@ impl QpShared {
             let n = usize::try_from(len).map_err(|_| WcStatus::LocLenErr)?;
             self.check_sges(sges, n, need)
                 .map_err(|_| WcStatus::LocProtErr)?;
+            if self.dev.faults.any() {
+                // On-demand paging memory not present is faulted in ahead: the payload
+                // before the first packet needs it, a READ's or atomic's destination before
+                // the responses come back.
+                self.ensure_sges_present(sges, 0, n.min(FAULT_AHEAD), need, None);
+            }
         }
         Ok(PostedWqe {
             id: 0,
@@ -442,7 +455,8 @@ impl QpShared {
             }
             _ => {}
         }
-        let placed = match e.sender.check_response(&r) {
+        let deliver = e.sender.check_response(&r);
+        let placed = match deliver {
             Some(Deliver::ReadData { id, offset }) => self.place_local(e, id, offset, pkt.payload),
             Some(Deliver::AtomicOrig { id, orig }) => {
                 self.place_local(e, id, 0, &orig.to_ne_bytes())
@@ -451,10 +465,69 @@ impl QpShared {
         };
         match placed {
             Ok(()) => e.sender.on_response(&r),
+            Err(err) if err == EAGAIN && self.fault_destination(e, deliver) => {
+                // The destination is on-demand paging memory not present: the response is
+                // dropped as a lost one while it is faulted in, and the retransmission
+                // brings it again.
+            }
             Err(_) => e.sender.on_local_error(&r, WcStatus::LocProtErr),
         }
         self.pump(e, ev);
         true
+    }
+
+    /// Asks for the payload of request packet `p` (and what follows it in its WQE, up to
+    /// [`FAULT_AHEAD`]) to be faulted in, resuming the QP then; `false` if it is not
+    /// on-demand paging memory that can be.
+    fn fault_payload(&self, e: &Engine, p: &TxPacket) -> bool {
+        let Some(wqe) = e.shadow.wqe(p.id) else {
+            return false;
+        };
+        let SendData::Sges(sges) = wqe.data() else {
+            return false;
+        };
+        let left = usize::try_from(wqe.length().saturating_sub(p.offset)).unwrap_or(0);
+        !self.ensure_sges_present(
+            sges,
+            p.offset,
+            left.min(FAULT_AHEAD),
+            Need::LocalRead,
+            Some(Resume::Continue),
+        )
+    }
+
+    /// Asks for the rest of the local buffers of a READ or atomic (from the response being
+    /// delivered on) to be faulted in for writing; `false` if they are not on-demand paging
+    /// memory that can be.
+    fn fault_destination(&self, e: &Engine, deliver: Option<Deliver>) -> bool {
+        let (id, offset) = match deliver {
+            Some(Deliver::ReadData { id, offset }) => (id, offset),
+            Some(Deliver::AtomicOrig { id, .. }) => (id, 0),
+            None => return false,
+        };
+        let Some(wqe) = e.shadow.wqe(id) else {
+            return false;
+        };
+        let SendData::Sges(sges) = wqe.data() else {
+            return false;
+        };
+        let left = usize::try_from(wqe.length().saturating_sub(offset)).unwrap_or(0);
+        let len = if matches!(deliver, Some(Deliver::AtomicOrig { .. })) {
+            8
+        } else {
+            left.min(FAULT_AHEAD)
+        };
+        // One fault at a time: the responses after this one are dropped too, and the
+        // requester goes back once it is resolved.
+        if self.rewind.cmpxchg(0, REWIND_WAIT, Relaxed).is_err() {
+            return true;
+        }
+        let asked =
+            !self.ensure_sges_present(sges, offset, len, Need::LocalWrite, Some(Resume::Rewind));
+        if !asked {
+            self.rewind.store(0, Relaxed);
+        }
+        asked
     }
 
     /// Writes READ data or an atomic's original value into the local buffers of the send

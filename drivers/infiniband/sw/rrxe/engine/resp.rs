@@ -21,7 +21,7 @@ use crate::proto::{
     aeth::{NakCode, Syndrome},
     opcode::QpType as WireQpType,
     packet::Packet,
-    rc::{responder::LocalError, AtomicExec, AtomicOp, Placement, Request, RespOutcome},
+    rc::{responder::LocalError, AtomicExec, AtomicOp, Placement, Request, RespOutcome, Touches},
 };
 use kernel::prelude::*;
 use kernel::sync::barrier;
@@ -50,6 +50,17 @@ impl QpShared {
         } else {
             None
         };
+        if self.qp_type == WireQpType::Rc
+            && self.dev.faults.any()
+            && !self.target_present(e, &req, recv_len.is_some())
+        {
+            // A page fault (on-demand paging): refused for now with an RNR NAK, as an RNIC
+            // does, while the pages are faulted in; the request keeps its PSN expected.
+            let reply = e.resp.rnr_nak(&req);
+            self.dev.stats.inc(PortCounter::SentRnrNaks);
+            self.reply_ack(e, reply);
+            return true;
+        }
         let out = if self.qp_type == WireQpType::Uc {
             e.resp.on_uc_request(&req, recv_len)
         } else {
@@ -127,6 +138,40 @@ impl QpShared {
         }
         self.finish_request(e, ev, &out);
         true
+    }
+
+    /// Returns whether the memory `req` would write if accepted now is present (always
+    /// but for on-demand paging memory); if not, asks for it to be faulted in. `staged`:
+    /// the head of the receive queue is in `stage`.
+    fn target_present(&self, e: &Engine, req: &Request, staged: bool) -> bool {
+        match e.resp.touches(req) {
+            None => true,
+            Some(Touches::Recv { offset, len, fresh }) => {
+                let w = match (fresh, staged) {
+                    (false, _) => e.rwqe.wqe(),
+                    (true, true) => e.stage.wqe(),
+                    // No receive WQE: the responder answers with an RNR NAK anyway.
+                    (true, false) => None,
+                };
+                let (Some(w), Ok(len)) = (w, usize::try_from(len)) else {
+                    return true;
+                };
+                self.ensure_sges_present(w.sges(), offset, len, Need::LocalWrite, None)
+            }
+            Some(Touches::Remote {
+                va,
+                rkey,
+                len,
+                atomic,
+            }) => {
+                let need = if atomic {
+                    Need::RemoteAtomic
+                } else {
+                    Need::RemoteWrite
+                };
+                self.ensure_present(rkey, va, len, need, None)
+            }
+        }
     }
 
     /// A request from the peer violated an access right (its rkey, range or rights): the

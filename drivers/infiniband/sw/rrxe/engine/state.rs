@@ -243,6 +243,9 @@ impl QpShared {
         e.shadow.reset();
         // A WQE taken from the SRQ and not used is dropped with the rest (no completions).
         e.stage_taken = false;
+        e.parked = None;
+        self.rewind
+            .store(0, kernel::sync::atomic::ordering::Relaxed);
         e.last_wqe_told = false;
         e.sq_drain_due = false;
         if let Ok(prod) = self.sq_producer(e) {

@@ -14,7 +14,9 @@ use super::{
     Engine, Events, QpShared, WQE_BUDGET,
 };
 use crate::cq::RecvOrigin;
+use crate::mr::Need;
 use crate::net::PortCounter;
+use crate::odp::Resume;
 use crate::proto::{
     bth::{BthFields, Qpn},
     ext::{DethFields, ImmDtFields},
@@ -38,6 +40,11 @@ impl QpShared {
     pub(super) fn pump_ud(&self, e: &mut Engine, ev: &mut Events) {
         for _ in 0..WQE_BUDGET {
             let status = match self.load_next_wqe(e, 0) {
+                Ok(Some(_)) if !self.ud_payload_present(e) => {
+                    // On-demand paging memory not present: the WQE waits (not started) for
+                    // the fault work, which resumes the QP.
+                    return;
+                }
                 Ok(Some(prod)) => self.send_datagram(e).map(|()| prod),
                 Ok(None) => return,
                 Err(status) => Err(status),
@@ -57,6 +64,22 @@ impl QpShared {
         }
         // The budget ran out: the rest in softirq work.
         self.kick.queue(self);
+    }
+
+    /// UD: returns whether the payload of the WQE copy in shadow slot 0 can be read now;
+    /// if it is on-demand paging memory that is not present, asks for it to be faulted in
+    /// and the QP resumed then.
+    fn ud_payload_present(&self, e: &Engine) -> bool {
+        if !self.dev.faults.any() {
+            return true;
+        }
+        let Some(wqe) = e.shadow.wqe(0) else {
+            return true;
+        };
+        let (SendData::Sges(sges), Ok(len)) = (wqe.data(), usize::try_from(wqe.length())) else {
+            return true;
+        };
+        self.ensure_sges_present(sges, 0, len, Need::LocalRead, Some(Resume::Continue))
     }
 
     /// UD: sends the datagram of the validated WQE copy in shadow slot 0.
@@ -162,6 +185,10 @@ impl QpShared {
         if pkt.opcode().info().is_none_or(|i| i.op != Op::Send) || deth.qkey() != e.attrs.qkey {
             return false;
         }
+        if e.parked.is_some() {
+            // One datagram waits for a page fault already: this one is lost, as on a wire.
+            return false;
+        }
         let mut grh = [0u8; GRH_LEN];
         let hdr = match ip {
             IpHdr::V4(h) => grh.get_mut(20..).zip(h.get(..20)),
@@ -170,38 +197,6 @@ impl QpShared {
         if let Some((dst, src)) = hdr {
             dst.copy_from_slice(src);
         }
-        let (len, prod) = match self.peek_recv(e, ev) {
-            Ok(Some(head)) => head,
-            // No receive posted: a datagram is simply dropped.
-            Ok(None) => return false,
-            Err(()) => {
-                self.enter_error(e, ev);
-                return false;
-            }
-        };
-        // Too small a buffer: the receive completes with a length error.
-        let fits =
-            usize::try_from(len).is_ok_and(|l| l >= pkt.payload.len().saturating_add(GRH_LEN));
-        core::mem::swap(&mut e.rwqe, &mut e.stage);
-        e.stage_taken = false;
-        if let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.advance(prod)) {
-            self.rq_publish(e, p);
-        }
-        let wr_id = e.rwqe.wr_id();
-        let placed = fits
-            && self.scatter(e, 0, &grh).is_ok()
-            && self.scatter(e, GRH_LEN as u32, pkt.payload).is_ok();
-        let c = if placed {
-            self.dev.stats.inc(PortCounter::RdmaRecvs);
-            let byte_len =
-                u32::try_from(pkt.payload.len().saturating_add(GRH_LEN)).unwrap_or(u32::MAX);
-            let ex = pkt.immdt.map_or(WcEx::None, |i| WcEx::Imm(i.imm()));
-            Completion::recv_success(wr_id, self.qpn, byte_len, false, ex, deth.src_qp().get(), 1)
-        } else if fits {
-            Completion::send_error(wr_id, WcStatus::LocProtErr, self.qpn)
-        } else {
-            Completion::send_error(wr_id, WcStatus::LocLenErr, self.qpn)
-        };
         // How a kernel consumer reads the GRH in front of the payload, and which VLAN it
         // came on.
         let net = if matches!(ip, IpHdr::V4(_)) {
@@ -209,8 +204,127 @@ impl QpShared {
         } else {
             NetworkType::Ipv6
         };
-        let origin = RecvOrigin { net, vlan };
-        self.post_cqe_net(ev, CqSide::Recv, &c, pkt.bth.solicited(), Some(origin));
-        true
+        let meta = DatagramMeta {
+            imm: pkt.immdt.map(|i| i.imm()),
+            src_qp: deth.src_qp().get(),
+            solicited: pkt.bth.solicited(),
+            origin: RecvOrigin { net, vlan },
+        };
+        match self.place_datagram(e, ev, &grh, pkt.payload, &meta) {
+            Placed::Done => true,
+            Placed::Dropped => false,
+            Placed::NotPresent => {
+                // Kept until the fault work resumes the QP (a copy: the packet goes).
+                let mut data = KVec::new();
+                if data.extend_from_slice(&grh, GFP_ATOMIC).is_err()
+                    || data.extend_from_slice(pkt.payload, GFP_ATOMIC).is_err()
+                {
+                    return false;
+                }
+                e.parked = Some(Parked { data, meta });
+                true
+            }
+        }
     }
+
+    /// UD: places a datagram that waited for a page fault (see [`Self::on_datagram`]).
+    pub(super) fn place_parked(&self, e: &mut Engine, ev: &mut Events, d: Parked) {
+        let (grh, payload) = d.data.split_at(GRH_LEN.min(d.data.len()));
+        let Ok(grh) = <&[u8; GRH_LEN]>::try_from(grh) else {
+            return;
+        };
+        if self.place_datagram(e, ev, grh, payload, &d.meta) == Placed::NotPresent {
+            e.parked = Some(d);
+        }
+    }
+
+    /// UD: places a datagram (its GRH and payload) into the head receive WQE and completes
+    /// it; `NotPresent` (nothing consumed) if the WQE's memory is on-demand paging memory
+    /// that is not present, after asking for it to be faulted in and the QP resumed.
+    fn place_datagram(
+        &self,
+        e: &mut Engine,
+        ev: &mut Events,
+        grh: &[u8; GRH_LEN],
+        payload: &[u8],
+        meta: &DatagramMeta,
+    ) -> Placed {
+        if !e.state().accepts_requests() {
+            return Placed::Dropped;
+        }
+        let (len, prod) = match self.peek_recv(e, ev) {
+            Ok(Some(head)) => head,
+            // No receive posted: a datagram is simply dropped.
+            Ok(None) => return Placed::Dropped,
+            Err(()) => {
+                self.enter_error(e, ev);
+                return Placed::Dropped;
+            }
+        };
+        let total = payload.len().saturating_add(GRH_LEN);
+        // Too small a buffer: the receive completes with a length error.
+        let fits = usize::try_from(len).is_ok_and(|l| l >= total);
+        if fits && self.dev.faults.any() {
+            let present = e.stage.wqe().is_none_or(|w| {
+                self.ensure_sges_present(
+                    w.sges(),
+                    0,
+                    total,
+                    Need::LocalWrite,
+                    Some(Resume::Continue),
+                )
+            });
+            if !present {
+                return Placed::NotPresent;
+            }
+        }
+        core::mem::swap(&mut e.rwqe, &mut e.stage);
+        e.stage_taken = false;
+        if let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.advance(prod)) {
+            self.rq_publish(e, p);
+        }
+        let wr_id = e.rwqe.wr_id();
+        let placed = fits
+            && self.scatter(e, 0, grh).is_ok()
+            && self.scatter(e, GRH_LEN as u32, payload).is_ok();
+        let c = if placed {
+            self.dev.stats.inc(PortCounter::RdmaRecvs);
+            let byte_len = u32::try_from(total).unwrap_or(u32::MAX);
+            let ex = meta.imm.map_or(WcEx::None, WcEx::Imm);
+            Completion::recv_success(wr_id, self.qpn, byte_len, false, ex, meta.src_qp, 1)
+        } else if fits {
+            Completion::send_error(wr_id, WcStatus::LocProtErr, self.qpn)
+        } else {
+            Completion::send_error(wr_id, WcStatus::LocLenErr, self.qpn)
+        };
+        self.post_cqe_net(ev, CqSide::Recv, &c, meta.solicited, Some(meta.origin));
+        Placed::Done
+    }
+}
+
+/// What a UD receive completion says of its datagram besides the data.
+#[derive(Clone, Copy)]
+pub(super) struct DatagramMeta {
+    imm: Option<u32>,
+    src_qp: u32,
+    solicited: bool,
+    origin: RecvOrigin,
+}
+
+/// A datagram waiting for the head receive WQE's memory to be faulted in: its GRH and
+/// payload, copied.
+pub(crate) struct Parked {
+    data: KVec<u8>,
+    meta: DatagramMeta,
+}
+
+/// What became of a datagram.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placed {
+    /// Placed (or its receive completed in error).
+    Done,
+    /// Dropped: no receive WQE, or the QP cannot take it.
+    Dropped,
+    /// The receive WQE's memory is not present.
+    NotPresent,
 }

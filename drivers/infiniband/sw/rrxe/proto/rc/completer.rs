@@ -332,6 +332,18 @@ impl<const N: usize> Sender<N> {
         self.retry(true);
     }
 
+    /// Resends from the oldest unacknowledged PSN now, without counting a retry: a response
+    /// was dropped because the local memory it goes to was not there (a page fault of
+    /// on-demand paging memory, resolved since), not because the network lost it. Nothing
+    /// during an RNR wait (its timer resends) or with nothing outstanding.
+    pub fn on_fault_resolved(&mut self) {
+        if self.dead || self.rnr_wait || self.max_sent.diff(self.una) <= 0 {
+            return;
+        }
+        self.retry_started = true;
+        self.seek(self.una);
+    }
+
     /// Processes an expiry of the RNR timer: resend from the RNR NAK'ed PSN.
     pub fn on_rnr_timeout(&mut self) {
         if self.dead || !self.rnr_wait {

@@ -33,7 +33,7 @@ pub use completer::{Deliver, Response, SendAction};
 pub use requester::{PostedWqe, Sender, SenderConfig, Transport, TxPacket, WqeHeaders, WrOp};
 pub use responder::{
     AtomicExec, AtomicOp, AtomicReply, Placement, ReadReply, Reply, Request, Resource,
-    ResourceTable, RespOutcome, Responder, ResponderConfig,
+    ResourceTable, RespOutcome, Responder, ResponderConfig, Touches,
 };
 // Used by the host crate only.
 #[cfg(rrxe_host)]

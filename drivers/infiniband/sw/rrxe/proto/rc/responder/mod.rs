@@ -53,6 +53,7 @@ mod read;
 mod request;
 mod resources;
 mod send_write;
+mod touch;
 mod uc;
 
 pub use ack::{LocalError, Reply};
@@ -60,9 +61,12 @@ pub use atomic::{AtomicExec, AtomicOp, AtomicReply};
 pub use read::ReadReply;
 #[cfg(rrxe_host)]
 pub use read::ReadResp;
+#[cfg(rrxe_host)]
+pub use request::AtomicReq;
 pub use request::Request;
 pub use resources::{Resource, ResourceTable, MAX_RESOURCES};
 pub use send_write::{Placement, RecvCompletion};
+pub use touch::Touches;
 
 use ack::ack;
 
