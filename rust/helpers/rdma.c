@@ -228,6 +228,7 @@ __rust_helper struct ib_ucontext *rust_helper_rdma_udata_ucontext(struct ib_udat
 {
 	return udata ? rdma_udata_to_uverbs_attr_bundle(udata)->context : NULL;
 }
+
 /* On-demand paging (kernel::rdma::odp): the MMU interval notifier and HMM page lists. */
 __rust_helper bool
 rust_helper_mmu_notifier_range_blockable(const struct mmu_notifier_range *range)
@@ -235,8 +236,8 @@ rust_helper_mmu_notifier_range_blockable(const struct mmu_notifier_range *range)
 	return mmu_notifier_range_blockable(range);
 }
 
-__rust_helper void rust_helper_mmu_interval_set_seq(struct mmu_interval_notifier *interval_sub,
-						   unsigned long cur_seq)
+__rust_helper void
+rust_helper_mmu_interval_set_seq(struct mmu_interval_notifier *interval_sub, unsigned long cur_seq)
 {
 	mmu_interval_set_seq(interval_sub, cur_seq);
 }

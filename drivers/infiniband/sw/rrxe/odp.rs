@@ -83,7 +83,7 @@ pub(crate) struct Faults {
     /// Resolves the queued faults in process context; cancelled before any field is dropped
     /// (`impl_deferred!`).
     #[pin]
-    work: BhWork<Faults>,
+    fault_work: BhWork<Faults>,
     #[pin]
     queue: SpinLock<Fifo<Fault>>,
     /// The device's netdevice, to find the QPs to resume.
@@ -97,7 +97,7 @@ pub(crate) struct Faults {
 
 impl_deferred! {
     impl Deferred for Faults {
-        sleepable work work;
+        sleepable work fault_work;
     }
 }
 
@@ -107,7 +107,7 @@ impl Faults {
         let fifo = Fifo::new(FAULT_QUEUE)?;
         let ndev: ARef<NetDevice> = ndev.into();
         Ok(try_pin_init!(Self {
-            work <- BhWork::new(c"rrxe_odp_fault", kernel::static_lock_class!()),
+            fault_work <- BhWork::new(c"rrxe_odp_fault", kernel::static_lock_class!()),
             queue <- new_spinlock!(fifo, "rrxe_odp_faults"),
             ndev,
             regions: Atomic::new(0),
@@ -160,7 +160,7 @@ impl Faults {
             }
         };
         drop(refused);
-        self.work.queue(self);
+        self.fault_work.queue(self);
         queued
     }
 }
@@ -189,7 +189,7 @@ impl BhWorkCallback for Faults {
                 this.resume_qp(qpn, how);
             }
         }
-        this.work.queue(this);
+        this.fault_work.queue(this);
     }
 }
 
