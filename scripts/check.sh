@@ -396,6 +396,9 @@ guest_test uc-mixed2 300 --file "$REPO/scripts/tests/ud.sh" "$REPO/scripts/tests
 guest_test odp 600 --file "$REPO/scripts/tests/odp.sh" "$REPO/scripts/tests/odp-rrxe.sh" "$REPO/scripts/tests/odp-rrxe.sh"
 guest_test odp-mixed 600 --file "$REPO/scripts/tests/odp.sh" "$REPO/scripts/tests/odp-mixed.sh" "$REPO/scripts/tests/odp-mixed.sh"
 guest_test odp-mixed2 600 --file "$REPO/scripts/tests/odp.sh" "$REPO/scripts/tests/odp-mixed2.sh" "$REPO/scripts/tests/odp-mixed2.sh"
+# The same rrxe pair with two vCPUs per guest: invalidations on one CPU while the responder
+# checks, accepts and copies on the other.
+guest_test odp-smp 600 --smp 2 --file "$REPO/scripts/tests/odp.sh" "$REPO/scripts/tests/odp-smp.sh" "$REPO/scripts/tests/odp-smp.sh"
 grep -ah "^RRXE-REF" "$OUTDIR"/odp-mixed/b.console 2>/dev/null || true
 
 # perftest, a fixed number of iterations (write, read, send bandwidth, atomics, write latency): rrxe on

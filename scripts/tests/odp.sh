@@ -9,7 +9,7 @@
 #    side): every byte of every message both ways checked: RC SEND of 4 KiB and 64 KiB
 #    into 3-entry scatter lists, RC WRITE with immediate and RC READ of 256 KiB, UD SEND of
 #    1024 B;
-#  - xfer -O -R: RC READ and WRITE with immediate of 256 KiB x 60 while a racer thread on
+#  - xfer -O -R: RC READ and WRITE with immediate of 256 KiB x 30 while a racer thread on
 #    each rrxe side invalidates the region all along (fork(): every page write-protected,
 #    so the device's mapping goes while the data stays; MADV_DONTNEED of spare pages of the
 #    same region): still every byte right;
@@ -21,13 +21,14 @@
 #    present, MADV_DONTNEED and fork() between transfers, prefetch, the advice to refuse, a
 #    WRITE into unmapped memory and munmap racing WRITEs in flight. On guest b when it runs
 #    rdma_rxe, the same for reference (RRXE-REF lines, not counted).
-# Guest a judges each pair run and prints `RRXE-TEST odp_<A>_<B>_...` lines.
+# Guest a judges each pair run and prints `RRXE-TEST odp_<A>_<B><ODP_TAG>_...` lines
+# (odp_rules: `odp_rules<ODP_TAG>_...`); ODP_TAG names a variant (odp-smp.sh: _smp).
 . /usr/local/lib/rrxe/lib.sh
 
 FAILED=0
 if [ "$RRXE_NAME" = a ]; then DRV=${ODP_A:-rrxe}; else DRV=${ODP_B:-rrxe}; fi
 rdma_use "$DRV"
-tag="${ODP_A:-rrxe}_${ODP_B:-rrxe}"
+tag="${ODP_A:-rrxe}_${ODP_B:-rrxe}${ODP_TAG:-}"
 port=19300
 XFER_TIMEOUT=180
 # xfer's memory is ODP on the rrxe side(s). rdma_rxe (7.3.4) is the wire peer with pinned
@@ -42,8 +43,8 @@ done
 xfer_pair "odp_${tag}_rc_write_imm_262144" $((port += 1)) "${ODP[@]}" -t rc -o write_imm -s 262144 -n 10 -S 2 || FAILED=1
 xfer_pair "odp_${tag}_rc_read_262144" $((port += 1)) "${ODP[@]}" -t rc -o read -s 262144 -n 10 -S 3 || FAILED=1
 xfer_pair "odp_${tag}_ud_send_1024" $((port += 1)) "${ODP[@]}" -t ud -s 1024 -n 20 || FAILED=1
-xfer_pair "odp_${tag}_race_read_262144" $((port += 1)) "${RACE[@]}" -t rc -o read -s 262144 -n 60 || FAILED=1
-xfer_pair "odp_${tag}_race_write_imm_262144" $((port += 1)) "${RACE[@]}" -t rc -o write_imm -s 262144 -n 60 || FAILED=1
+xfer_pair "odp_${tag}_race_read_262144" $((port += 1)) "${RACE[@]}" -t rc -o read -s 262144 -n 30 || FAILED=1
+xfer_pair "odp_${tag}_race_write_imm_262144" $((port += 1)) "${RACE[@]}" -t rc -o write_imm -s 262144 -n 30 || FAILED=1
 for o in "-o" "-o -P"; do
 	n=odp_${tag}_rc_pingpong${o// /}_65536
 	pair_run "${n//-/_}" $((port += 1)) 120 \
@@ -61,9 +62,9 @@ if [ "$DRV" = rrxe ]; then
 		FAILED=1
 	fi
 fi
-if [ "$tag" = rrxe_rrxe ] && [ "$RRXE_NAME" = a ]; then
+if [ "${ODP_A:-rrxe}${ODP_B:-rrxe}" = rrxerrxe ] && [ "$RRXE_NAME" = a ]; then
 	log "odp_rules on $DEV (loopback)"
-	timeout 300 odp_rules "$DEV" "$GID" | sed "s/^RRXE-TEST odp_/RRXE-TEST odp_rules_/" ||
+	timeout 300 odp_rules "$DEV" "$GID" | sed "s/^RRXE-TEST odp_/RRXE-TEST odp_rules${ODP_TAG:-}_/" ||
 		FAILED=1
 elif [ "$DRV" = rxe ] && [ "$RRXE_NAME" = b ]; then
 	log "odp_rules on $DEV (loopback), rdma_rxe for reference"

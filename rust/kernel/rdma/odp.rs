@@ -36,7 +36,7 @@ use crate::{
     new_spinlock,
     page::PAGE_SIZE,
     prelude::*,
-    sync::SpinLock,
+    sync::{rcu::synchronize_rcu, SpinLock},
 };
 use core::ptr::NonNull;
 
@@ -79,11 +79,29 @@ fn all_present(entries: &[usize], write: bool) -> bool {
     entries.iter().all(|&p| p & need == need)
 }
 
-/// The driver's copy of the umem's page list, one `hmm_pfn` per page of the umem.
+/// What the present map's lock protects.
+struct MapState {
+    /// One `hmm_pfn` per page of the umem.
+    pfns: KVVec<usize>,
+    /// The pages an invalidation is taking away: no longer present for [`OdpUmem::is_present`]
+    /// while copies that were checked before still complete. Empty but during the notifier.
+    going: core::ops::Range<usize>,
+}
+
+impl MapState {
+    /// Returns whether every page of `pages` is present (and writable, for `write`) and not
+    /// being taken away.
+    fn present(&self, pages: core::ops::Range<usize>, write: bool) -> bool {
+        let overlaps = pages.start < self.going.end && self.going.start < pages.end;
+        !overlaps && self.pfns.get(pages).is_some_and(|s| all_present(s, write))
+    }
+}
+
+/// The driver's copy of the umem's page list.
 #[pin_data]
 struct PresentMap {
     #[pin]
-    pfns: SpinLock<KVVec<usize>>,
+    state: SpinLock<MapState>,
 }
 
 /// User memory registered for on-demand paging.
@@ -95,7 +113,8 @@ struct PresentMap {
 /// `odp->private` points to `map` (set under the umem's mutex), whose list has one entry per
 /// page of the umem, `start` being the address of the first. An entry with [`PFN_VALID`]
 /// names a page that stays allocated until the notifier clears the entry (under the
-/// spinlock), which it does before the core lets the kernel take the page.
+/// spinlock), which it does before the core lets the kernel take the page, and only after
+/// marking the entry `going` and waiting for an RCU grace period.
 pub struct OdpUmem {
     odp: NonNull<bindings::ib_umem_odp>,
     map: Pin<KBox<PresentMap>>,
@@ -161,14 +180,32 @@ unsafe extern "C" fn invalidate(
         // SAFETY: By the invariants of `OdpUmem`, a non-null `private` points to its map,
         // which outlives the umem's notifier.
         let map = unsafe { &*map };
-        let _bh = BhGuard::new();
-        let mut pfns = map.pfns.lock();
         let from = (start - first) / PAGE_SIZE;
         let to = (end - first).div_ceil(PAGE_SIZE);
-        for i in from..to {
-            if let Some(p) = pfns.get_mut(i) {
+        let any = {
+            let _bh = BhGuard::new();
+            let mut st = map.state.lock();
+            let any = st
+                .pfns
+                .get(from..to)
+                .is_some_and(|s| s.iter().any(|&p| p & PFN_VALID != 0));
+            if any {
+                st.going = from..to;
+            }
+            any
+        };
+        if any {
+            // A responder checks that a request's pages are present, then accepts the
+            // request and copies, all with bottom halves disabled (an RCU read-side section).
+            // Checks from now on find the range absent; the grace period lets every check
+            // made before finish its copy, which the entries still allow.
+            synchronize_rcu();
+            let _bh = BhGuard::new();
+            let mut st = map.state.lock();
+            for p in st.pfns.get_mut(from..to).into_iter().flatten() {
                 *p = 0;
             }
+            st.going = 0..0;
         }
     }
     // SAFETY: The mutex is held; the range lies in the umem.
@@ -211,9 +248,10 @@ impl OdpUmem {
             & !(page - 1);
         let npages = usize::try_from((end - start) / page)?;
         let pfns = KVVec::from_elem(0usize, npages, GFP_KERNEL_ACCOUNT)?;
+        let state = MapState { pfns, going: 0..0 };
         let map = KBox::pin_init(
             pin_init!(PresentMap {
-                pfns <- new_spinlock!(pfns, "rdma_odp_present"),
+                state <- new_spinlock!(state, "rdma_odp_present"),
             }),
             GFP_KERNEL_ACCOUNT,
         )?;
@@ -334,12 +372,12 @@ impl OdpUmem {
         }
         {
             let _bh = BhGuard::new();
-            let mut map = self.map.pfns.lock();
+            let mut map = self.map.state.lock();
             // SAFETY: The umem is valid and its mutex held: its page list is stable and has
             // one entry per page, as the present map.
             let list = unsafe { (*self.odp.as_ptr()).map.pfn_list };
             for i in pages {
-                if let Some(p) = map.get_mut(i) {
+                if let Some(p) = map.pfns.get_mut(i) {
                     // SAFETY: `i` is below the umem's page count (the map's length).
                     *p = unsafe { *list.add(i) };
                 }
@@ -374,6 +412,12 @@ impl OdpUmem {
     /// Returns whether every page the `len` bytes at byte `offset` touch is present (and
     /// writable, for `write`): whether a copy would succeed now.
     ///
+    /// Called with bottom halves disabled (or in another RCU read-side critical section), a
+    /// `true` holds until they are enabled again: an invalidation makes the pages absent for
+    /// later checks at once, but takes them away from copies only after a grace period. So
+    /// a responder may check a request's pages, accept the request and copy, without an
+    /// invalidation on another CPU failing the copy in between.
+    ///
     /// # Context
     ///
     /// Any context but hard interrupts.
@@ -382,8 +426,7 @@ impl OdpUmem {
             return false;
         };
         let _bh = BhGuard::new();
-        let map = self.map.pfns.lock();
-        map.get(pages).is_some_and(|s| all_present(s, write))
+        self.map.state.lock().present(pages, write)
     }
 
     /// Calls `f(page address, bytes)` for each piece, within one page, of the `len` bytes
@@ -398,8 +441,10 @@ impl OdpUmem {
     ) -> Result {
         let pages = self.pages(offset, len)?;
         let _bh = BhGuard::new();
-        let map = self.map.pfns.lock();
-        let entries = map.get(pages).ok_or(EINVAL)?;
+        let map = self.map.state.lock();
+        // Pages being taken away still count: a request checked before the notifier marked
+        // them completes its copy before they are cleared.
+        let entries = map.pfns.get(pages).ok_or(EINVAL)?;
         if !all_present(entries, write) {
             return Err(EAGAIN);
         }
