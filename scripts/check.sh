@@ -447,6 +447,25 @@ for v in "" -mixed -mixed2; do
 done
 # Other netdevices: veth across namespaces, dummy, tun (no Ethernet address), macvlan.
 guest_test netdevs 400 "$REPO/scripts/tests/netdevs.sh"
+# The driver says why: its dynamic-debug call sites listed, off by default, and the reasons
+# of a refused rkey, a QP's entry into ERR, a failed completion and a refused send WR in the
+# kernel log once enabled. Then every site the guest listed must name a line of the sources
+# that prints (the descriptor's file and line, laid out by kernel::rdma::dbg, as dynamic
+# debug read them back).
+guest_test debug 300 "$REPO/scripts/tests/debug.sh"
+if want debug && [ -f "$OUTDIR/debug/a.console" ]; then
+	sites=$(grep -a 'RRXE-DYNDBG' "$OUTDIR/debug/a.console" | grep -o 'drivers/infiniband/sw/rrxe/[^ :]*\.rs:[0-9]*' | sort -u)
+	bad_sites=
+	for s in $sites; do
+		sed -n "${s##*:}p" "$REPO/${s%:*}" 2>/dev/null | grep -qE '(qp|dev|rdma)_dbg!\(' || bad_sites+=" $s"
+	done
+	n=$(printf '%s' "$sites" | grep -c .)
+	if [ "$n" -gt 0 ] && [ -z "$bad_sites" ]; then
+		pass "debug: debug_sites_match_sources ($n sites, each on a line that prints)"
+	else
+		fail "debug: debug_sites_match_sources (${bad_sites:- no site listed})"
+	fi
+fi
 # The core's exclusive namespace mode: devices moved by `rdma dev set ... netns`, traffic with
 # a device outside its netdevice's namespace, a move under a live user context, a namespace
 # exit that renames the device on a name conflict; then rdma_rxe the same way, for reference.

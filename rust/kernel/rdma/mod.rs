@@ -30,6 +30,7 @@
 pub mod ah;
 pub mod bhwork;
 pub mod cq;
+pub mod dbg;
 pub mod device;
 pub mod event;
 pub mod link;

@@ -32,7 +32,7 @@
 use crate::mw::Window;
 use crate::params::Charge;
 pub(crate) use crate::proto::target::Access as Need;
-use crate::proto::target::{PageLayout, Region};
+use crate::proto::target::{AccessError, PageLayout, Region};
 use crate::Rrxe;
 use kernel::new_spinlock;
 use kernel::prelude::*;
@@ -284,9 +284,9 @@ impl MrInner {
         va: u64,
         len: u32,
         need: Need,
-    ) -> Option<(usize, u32)> {
+    ) -> Result<(usize, u32), AccessError> {
         let (region, generation) = match self {
-            Self::User(u) if u.key != key => return None,
+            Self::User(u) if u.key != key => return Err(AccessError::StaleKey),
             Self::User(u) => (
                 Region {
                     iova: u.iova,
@@ -299,7 +299,7 @@ impl MrInner {
             Self::Fast(f) => {
                 let st = f.lock();
                 if !st.valid || st.key != key {
-                    return None;
+                    return Err(AccessError::StaleKey);
                 }
                 (
                     Region {
@@ -312,10 +312,11 @@ impl MrInner {
                 )
             }
             // A window names part of a region: `Window::resolve`.
-            Self::Window(_) => return None,
+            Self::Window(_) => return Err(AccessError::WrongKind),
         };
-        let off = region.check(pd_id, va, len, need).ok()?;
-        Some((usize::try_from(off).ok()?, generation))
+        let off = region.check(pd_id, va, len, need)?;
+        let off = usize::try_from(off).map_err(|_| AccessError::OutOfBounds)?;
+        Ok((off, generation))
     }
 
     /// Copies out of the region at an offset checked under registration `generation`.

@@ -8,7 +8,7 @@
 
 use crate::mr::{BhLocked, MrInner, Need, SUPPORTED_ACCESS};
 use crate::params::Charge;
-use crate::proto::target::Region;
+use crate::proto::target::{AccessError, Region};
 use crate::Rrxe;
 use kernel::new_spinlock;
 use kernel::prelude::*;
@@ -255,14 +255,17 @@ impl Window {
         va: u64,
         len: u32,
         need: Need,
-    ) -> Option<(Arc<MrInner>, usize)> {
+    ) -> Result<(Arc<MrInner>, usize), AccessError> {
         let st = self.lock();
-        let b = st.bound.as_ref()?;
-        if st.key != key || (self.type2 && b.qpn != qpn) {
-            return None;
+        let b = st.bound.as_ref().ok_or(AccessError::StaleKey)?;
+        if st.key != key {
+            return Err(AccessError::StaleKey);
+        }
+        if self.type2 && b.qpn != qpn {
+            return Err(AccessError::OtherQp);
         }
         let MrInner::User(u) = &*b.mr else {
-            return None;
+            return Err(AccessError::WrongKind);
         };
         let window = Region {
             iova: if b.access.contains(AccessFlags::ZERO_BASED) {
@@ -274,9 +277,14 @@ impl Window {
             rights: b.access.bits(),
             pd: self.pd_id,
         };
-        let off = window.check(pd_id, va, len, need).ok()?;
+        let off = window.check(pd_id, va, len, need)?;
         // The range is inside the region (checked at bind): this cannot overflow.
-        let off = b.addr.checked_sub(u.iova)?.checked_add(off)?;
-        Some((b.mr.clone(), usize::try_from(off).ok()?))
+        let off = b
+            .addr
+            .checked_sub(u.iova)
+            .and_then(|o| o.checked_add(off))
+            .and_then(|o| usize::try_from(o).ok())
+            .ok_or(AccessError::OutOfBounds)?;
+        Ok((b.mr.clone(), off))
     }
 }

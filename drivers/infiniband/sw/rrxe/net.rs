@@ -218,31 +218,59 @@ fn source_gid(ip: &IpHdr<'_>) -> [u8; 16] {
     gid
 }
 
+/// Why a received datagram was dropped before any QP saw it.
+#[derive(Clone, Copy, Debug)]
+enum RxDrop {
+    /// No IP and UDP headers could be found (or the buffer not made linear).
+    Headers,
+    /// The UDP length does not fit the datagram.
+    UdpLength,
+    /// Neither IPv4 nor IPv6.
+    IpVersion,
+    /// The InfiniBand headers are malformed.
+    Ib(
+        #[allow(dead_code, reason = "read through `Debug`, by the debug message")]
+        packet::ParseError,
+    ),
+    /// The ICRC does not match.
+    Icrc,
+}
+
+impl RxDrop {
+    /// The counter the drop is counted in.
+    fn counter(self) -> PortCounter {
+        match self {
+            Self::Icrc => PortCounter::IcrcErr,
+            _ => PortCounter::Malformed,
+        }
+    }
+}
+
 /// What a received datagram is, once checked: the parsed packet, its IP header and the
 /// length of the IP datagram (IP header with options, UDP header and payload: what the
 /// sender counted in `sent_bytes`, as rdma_rxe counts both).
 fn classify<'a>(
     ip: &'a [u8],
     udp: &'a [u8],
-) -> core::result::Result<(Packet<'a>, IpHdr<'a>, usize), PortCounter> {
-    let (udp_hdr, rest) = udp.split_at_checked(8).ok_or(PortCounter::Malformed)?;
+) -> core::result::Result<(Packet<'a>, IpHdr<'a>, usize), RxDrop> {
+    let (udp_hdr, rest) = udp.split_at_checked(8).ok_or(RxDrop::UdpLength)?;
     // The UDP length bounds the payload (link-layer padding is not part of it).
     let len_bytes = udp_hdr
         .get(4..)
         .and_then(|b| b.first_chunk::<2>())
-        .ok_or(PortCounter::Malformed)?;
+        .ok_or(RxDrop::UdpLength)?;
     let udp_len = usize::from(u16::from_be_bytes(*len_bytes));
     let payload = rest
-        .get(..udp_len.checked_sub(8).ok_or(PortCounter::Malformed)?)
-        .ok_or(PortCounter::Malformed)?;
-    let pkt = packet::parse(payload).map_err(|_| PortCounter::Malformed)?;
+        .get(..udp_len.checked_sub(8).ok_or(RxDrop::UdpLength)?)
+        .ok_or(RxDrop::UdpLength)?;
+    let pkt = packet::parse(payload).map_err(RxDrop::Ib)?;
     let datagram_len = ip.len().saturating_add(udp_len);
     let ip = match ip.first().map(|b| b >> 4) {
         Some(4) => IpHdr::V4(ip),
         Some(6) => IpHdr::V6(ip),
-        _ => return Err(PortCounter::Malformed),
+        _ => return Err(RxDrop::IpVersion),
     };
-    icrc::verify(&kernel_crc32, ip, udp_hdr, payload).map_err(|_| PortCounter::IcrcErr)?;
+    icrc::verify(&kernel_crc32, ip, udp_hdr, payload).map_err(|_| RxDrop::Icrc)?;
     Ok((pkt, ip, datagram_len))
 }
 
@@ -279,16 +307,16 @@ impl TunnelRx for Rrxe {
         }) else {
             return;
         };
-        let stats = &dev.data().shared.stats;
-        if pkt.linearize().is_err() {
-            stats.inc(PortCounter::Malformed);
-            return;
-        }
-        let taken = match pkt
-            .headers()
-            .ok_or(PortCounter::Malformed)
-            .and_then(|(ip, udp)| classify(ip, udp))
-        {
+        let shared = &dev.data().shared;
+        let stats = &shared.stats;
+        let classified = match pkt.linearize() {
+            Ok(()) => pkt
+                .headers()
+                .ok_or(RxDrop::Headers)
+                .and_then(|(ip, udp)| classify(ip, udp)),
+            Err(_) => Err(RxDrop::Headers),
+        };
+        let taken = match classified {
             Ok((p, ip, len)) => {
                 stats.inc(PortCounter::Pkts);
                 stats.add(PortCounter::RcvdBytes, u64::try_from(len).unwrap_or(0));
@@ -301,17 +329,26 @@ impl TunnelRx for Rrxe {
                         Some(qp) if qp.receive(&p, &ip, &source_gid(&ip), vlan) => true,
                         Some(_) => {
                             stats.inc(PortCounter::Dropped);
+                            dev_dbg!(
+                                shared,
+                                "qp {:#x} did not take a packet (opcode {:#x}, PSN {:#x})\n",
+                                dest,
+                                p.opcode().0,
+                                p.bth.psn().get()
+                            );
                             false
                         }
                         None => {
                             stats.inc(PortCounter::UnknownQp);
+                            dev_dbg!(shared, "packet for qp {:#x}, which does not exist\n", dest);
                             false
                         }
                     }
                 }
             }
-            Err(s) => {
-                stats.inc(s);
+            Err(d) => {
+                stats.inc(d.counter());
+                dev_dbg!(shared, "datagram dropped: {:?}\n", d);
                 false
             }
         };

@@ -50,6 +50,8 @@ use kernel::rdma::{
     netdev::{self, NetDevice, NotifierRegistration},
 };
 
+#[macro_use]
+mod dbg;
 mod ah;
 mod cq;
 mod device;

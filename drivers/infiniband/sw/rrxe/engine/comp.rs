@@ -40,6 +40,14 @@ impl QpShared {
             WcStatus::RnrRetryExcErr => self.dev.stats.inc(PortCounter::RnrRetryExceeded),
             _ => {}
         }
+        if !matches!(status, WcStatus::Success | WcStatus::WrFlushErr) {
+            qp_dbg!(
+                self,
+                "send work request {:#x} completed with {:?}\n",
+                wqe.as_ref().map_or(0, |w| w.wr_id()),
+                status
+            );
+        }
         let cqe = match (wqe, status) {
             (Some(w), WcStatus::Success) => w
                 .signaled(self.sig_all)
@@ -74,7 +82,7 @@ impl QpShared {
                 }
             }
         }
-        self.enter_error(e, ev);
+        self.enter_error(e, ev, "a send work request failed validation");
     }
 
     /// Completes the current receive WQE as the responder says.
@@ -89,6 +97,14 @@ impl QpShared {
             self.dev.stats.inc(PortCounter::RdmaRecvs);
             Completion::recv_success(wr_id, self.qpn, rc.byte_len, rc.rdma_with_imm, ex, 0, 1)
         } else {
+            if rc.status != WcStatus::WrFlushErr {
+                qp_dbg!(
+                    self,
+                    "receive work request {:#x} completed with {:?}\n",
+                    wr_id,
+                    rc.status
+                );
+            }
             Completion::send_error(wr_id, rc.status, self.qpn)
         };
         self.post_cqe(ev, CqSide::Recv, &c, rc.solicited);
@@ -136,7 +152,10 @@ impl QpShared {
 
     /// Moves the QP to ERR: every WQE in flight or posted completes with
     /// [`WcStatus::WrFlushErr`] (after the completions already due).
-    pub(super) fn enter_error(&self, e: &mut Engine, ev: &mut Events) {
+    pub(super) fn enter_error(&self, e: &mut Engine, ev: &mut Events, why: &'static str) {
+        if e.attrs.state != Some(QpState::Err) {
+            qp_dbg!(self, "to the error state: {}\n", why);
+        }
         // A drain that ends in ERR is not a drained send queue.
         e.sq_drain_due = false;
         // A QP on an SRQ tells its owner it takes no more of the SRQ's WQEs (IBA 11.6.3,

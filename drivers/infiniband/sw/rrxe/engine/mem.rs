@@ -25,6 +25,7 @@ use super::QpShared;
 use crate::mr::{MrInner, Need};
 use crate::mw::BindRequest;
 use crate::odp::{Fault, Resume};
+use crate::proto::target::AccessError;
 use crate::proto::uabi::{SgeList, SgeWalkError};
 use kernel::prelude::*;
 use kernel::rdma::wr::KernelDma;
@@ -106,34 +107,53 @@ fn is_local(need: Need) -> bool {
 impl QpShared {
     /// Resolves `key` for an access of `len` bytes at `va` with the right `need`: the region
     /// it names (in the key table, of the QP's PD, holding the whole range, granting `need`),
-    /// or kernel memory for a kernel consumer's local DMA lkey. `EINVAL` for anything else.
+    /// or kernel memory for a kernel consumer's local DMA lkey. `EINVAL` for anything else
+    /// ([`Self::resolve_why`] says why).
     pub(super) fn resolve(&self, key: u32, va: u64, len: u32, need: Need) -> Result<Mem<'_>> {
+        self.resolve_why(key, va, len, need).map_err(|_| EINVAL)
+    }
+
+    /// [`Self::resolve`], with the reason of a refusal.
+    pub(super) fn resolve_why(
+        &self,
+        key: u32,
+        va: u64,
+        len: u32,
+        need: Need,
+    ) -> Result<Mem<'_>, AccessError> {
         if is_local(need) && key == LOCAL_DMA_LKEY {
             // Kernel memory is only for kernel consumers; its range is checked per copy.
-            let dma = self.kernel.as_ref().ok_or(EINVAL)?;
+            let dma = self.kernel.as_ref().ok_or(AccessError::WrongKind)?;
             return Ok(Mem::Kernel { dma, addr: va });
         }
-        let mr = self.dev.mr(key).ok_or(EINVAL)?;
+        let mr = self.dev.mr(key).ok_or(AccessError::NoKey)?;
         if let MrInner::Window(w) = &*mr {
             // Windows grant remote access only (an lkey never names one).
             if is_local(need) {
-                return Err(EINVAL);
+                return Err(AccessError::WrongKind);
             }
-            let (mr, off) = w
-                .resolve(key, self.pd_id, self.qpn, va, len, need)
-                .ok_or(EINVAL)?;
+            let (mr, off) = w.resolve(key, self.pd_id, self.qpn, va, len, need)?;
             return Ok(Mem::Region {
                 mr,
                 off,
                 generation: 0,
             });
         }
-        let (off, generation) = mr.check(key, self.pd_id, va, len, need).ok_or(EINVAL)?;
+        let (off, generation) = mr.check(key, self.pd_id, va, len, need)?;
         Ok(Mem::Region {
             mr,
             off,
             generation,
         })
+    }
+
+    /// Why `key` is refused for an access of `len` bytes at `va` with `need`, for debug
+    /// messages (the key is resolved again: if it passes now, the copy itself failed).
+    pub(super) fn refusal(&self, key: u32, va: u64, len: u32, need: Need) -> &'static str {
+        match self.resolve_why(key, va, len, need) {
+            Ok(_) => "the memory could not be copied",
+            Err(e) => e.reason(),
+        }
     }
 
     /// Asks for the `len` bytes at byte `at` of `mem` to be faulted in (for writing if

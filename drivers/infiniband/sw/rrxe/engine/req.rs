@@ -245,6 +245,7 @@ impl QpShared {
                 Ok(Some(prod)) => prod,
                 Ok(None) => return,
                 Err(status) => {
+                    qp_dbg!(self, "send queue entry unusable: {:?}\n", status);
                     e.sq_error = Some(status);
                     return;
                 }
@@ -252,6 +253,7 @@ impl QpShared {
             let wqe = match self.check_send_wqe(e, id) {
                 Ok(w) => w,
                 Err(status) => {
+                    qp_dbg!(self, "send work request refused: {:?}\n", status);
                     e.sq_error = Some(status);
                     return;
                 }
@@ -423,7 +425,9 @@ impl QpShared {
                 }
                 SendAction::StopRetransmitTimer => self.rto.stop(),
                 SendAction::ArmRnrTimer(t) => self.rnr.arm_after_us(self, t.micros()),
-                SendAction::EnterError => self.enter_error(e, ev),
+                SendAction::EnterError => {
+                    self.enter_error(e, ev, "a send work request completed in error")
+                }
             }
         }
         self.check_sq_drained(e, ev);

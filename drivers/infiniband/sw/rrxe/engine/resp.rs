@@ -43,7 +43,7 @@ impl QpShared {
                 }
                 Ok(None) => None,
                 Err(()) => {
-                    self.enter_error(e, ev);
+                    self.enter_error(e, ev, "the receive queue's ring is corrupt");
                     return false;
                 }
             }
@@ -96,7 +96,7 @@ impl QpShared {
                 let len = req.reth.map_or(payload, |(_, _, len)| len.max(payload));
                 self.resolve(rkey, va, len, Need::RemoteWrite)
                     .and_then(|mem| mem.write(0, pkt.payload))
-                    .map_err(|_| self.access_error(ev))
+                    .map_err(|_| self.access_error(ev, rkey, va, len, Need::RemoteWrite))
             }
         };
         // A SEND with invalidate frees the fast-registered region its rkey names, in this
@@ -115,7 +115,8 @@ impl QpShared {
         };
         if let Some(rd) = out.read {
             if self.reply_read(e, rd).is_err() {
-                let out = e.resp.on_local_error(self.access_error(ev));
+                let le = self.access_error(ev, rd.rkey, rd.va, rd.len, Need::RemoteRead);
+                let out = e.resp.on_local_error(le);
                 self.finish_request(e, ev, &out);
                 return true;
             }
@@ -127,7 +128,12 @@ impl QpShared {
                     self.reply_atomic(e, reply);
                 }
                 Err(_) => {
-                    let out = e.resp.on_local_error(self.access_error(ev));
+                    let need = match a.op {
+                        AtomicOp::Write { .. } => Need::RemoteWrite,
+                        _ => Need::RemoteAtomic,
+                    };
+                    let le = self.access_error(ev, a.rkey, a.va, 8, need);
+                    let out = e.resp.on_local_error(le);
                     self.finish_request(e, ev, &out);
                     return true;
                 }
@@ -174,9 +180,26 @@ impl QpShared {
         }
     }
 
-    /// A request from the peer violated an access right (its rkey, range or rights): the
-    /// responder's error, and, on an RC QP, `IB_EVENT_QP_ACCESS_ERR` for the QP's owner.
-    fn access_error(&self, ev: &mut Events) -> LocalError {
+    /// A request from the peer violated an access right (its rkey, range or rights) for
+    /// `need` of the `len` bytes at `va` through `rkey`: the responder's error, and, on an
+    /// RC QP, `IB_EVENT_QP_ACCESS_ERR` for the QP's owner.
+    fn access_error(
+        &self,
+        ev: &mut Events,
+        rkey: u32,
+        va: u64,
+        len: u32,
+        need: Need,
+    ) -> LocalError {
+        qp_dbg!(
+            self,
+            "rkey {:#x} refused for {:?} of {} bytes at {:#x}: {}\n",
+            rkey,
+            need,
+            len,
+            va,
+            self.refusal(rkey, va, len, need)
+        );
         if self.qp_type == WireQpType::Rc {
             ev.access_err = true;
         }
@@ -222,7 +245,7 @@ impl QpShared {
             self.reply_ack(e, reply);
         }
         if out.fatal {
-            self.enter_error(e, ev);
+            self.enter_error(e, ev, "the responder failed a request");
         }
     }
 

@@ -222,7 +222,7 @@ impl QpShared {
                 this.check_sq_drained(e, ev);
             }
             if fx.flush {
-                this.enter_error(e, ev);
+                this.enter_error(e, ev, "modified to the error state");
             }
             Ok(())
         });

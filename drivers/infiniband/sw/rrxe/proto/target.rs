@@ -163,6 +163,31 @@ pub enum AccessError {
     NoRight,
     /// The range starts before or ends after the region (or wraps around).
     OutOfBounds,
+    /// No region or window has the key's index.
+    NoKey,
+    /// The index names a region or window with another key (re-keyed, or the key of an
+    /// earlier registration), one that is not valid (invalidated), or a window not bound.
+    StaleKey,
+    /// The key names the wrong kind of object: a window where a region is needed (an
+    /// lkey), or the local DMA key outside the kernel.
+    WrongKind,
+    /// A type 2 window bound to another QP.
+    OtherQp,
+}
+
+impl AccessError {
+    /// Why, in words (for the driver's debug messages).
+    pub const fn reason(self) -> &'static str {
+        match self {
+            Self::WrongPd => "the region is of another protection domain",
+            Self::NoRight => "the region does not grant the access",
+            Self::OutOfBounds => "the range is not inside the region",
+            Self::NoKey => "no region or window has this key",
+            Self::StaleKey => "the key is stale or invalidated",
+            Self::WrongKind => "the key names the wrong kind of object",
+            Self::OtherQp => "the window is bound to another QP",
+        }
+    }
 }
 
 impl Region {
