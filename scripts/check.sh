@@ -542,6 +542,14 @@ if want capture; then
 	else
 		cat "$OUTDIR/capture/decode.txt"; fail "capture: rrxe-decode"
 	fi
+	# A second opinion on the same packets: Wireshark's InfiniBand dissector (tshark) must
+	# see the same RoCEv2 packets with the same BTH fields as rrxe-decode.
+	if "$REPO/tools/rrxe/target/release/rrxe-decode" "$OUTDIR/capture/wire.pcap" >"$OUTDIR/capture/packets.txt" &&
+		why=$("$REPO/scripts/tshark-compare.py" "$OUTDIR/capture/wire.pcap" "$OUTDIR/capture/packets.txt" 2>&1); then
+		pass "capture: tshark_agrees ($why)"
+	else
+		fail "capture: tshark_agrees (${why:-rrxe-decode failed})"
+	fi
 fi
 
 # --- 5. KUnit ------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ DEB_PKGS=(
 	clang-19 lld-19 llvm-19 libclang-19-dev
 	qemu-system-x86 busybox-static
 	ibverbs-utils ibverbs-providers libibverbs-dev perftest rdmacm-utils iproute2
-	tshark iperf3 python3 python3-pyverbs
+	tshark iperf3 python3 python3-pyverbs linux-perf rustfilt
 )
 missing=()
 for p in "${DEB_PKGS[@]}"; do

@@ -17,6 +17,7 @@ import datetime
 import math
 import os
 import statistics
+import subprocess
 import sys
 import textwrap
 
@@ -63,26 +64,23 @@ def table(hdr, rows):
 
 
 def demangle(sym):
-    """A readable name for a kernel symbol: Rust v0 mangled names (`_RNv...`) become their
-    last three path components (`rdma_rrxe::engine::pump`), other names stay as they are."""
-    if not sym.startswith("_R"):
+    """A readable name for a kernel symbol: Rust mangled names (`_R...`, `_ZN...`) through
+    `rustfilt` (installed by setup), shortened to their last three path components outside
+    generic arguments (`rdma_rrxe::engine::pump`); other names stay as they are."""
+    if not (sym.startswith("_R") or sym.startswith("_ZN")):
         return sym
-    names, i = [], 2
-    while i < len(sym):
-        if sym[i].isdigit() and (i == 0 or not sym[i - 1].isdigit()):
-            j = i
-            while j < len(sym) and sym[j].isdigit():
-                j += 1
-            n = int(sym[i:j])
-            if sym[j:j + 1] == "_":  # separator before an identifier that starts oddly
-                j += 1
-            ident = sym[j:j + n]
-            if n and len(ident) == n and (ident[0].isalpha() or ident[0] == "_"):
-                names.append(ident)
-                i = j + n
-                continue
-        i += 1
-    return "::".join(names[-3:]) if names else sym
+    try:
+        out = subprocess.run(["rustfilt"], input=sym, capture_output=True, text=True,
+                             check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return sym
+    depth, cut = 0, []
+    for i, ch in enumerate(out):
+        depth += ch == "<"
+        depth -= ch == ">"
+        if depth == 0 and out.startswith("::", i):
+            cut.append(i)
+    return out[cut[-3] + 2:] if len(cut) >= 3 else out
 
 
 def profile_section(path):
@@ -156,9 +154,12 @@ profile of the same test counted 64% of rrxe's client samples in ``swapper``.
 
 
 def svg_plot(path, title, unit, sizes, curves):
-    """A line plot: sizes (log2 x axis) against values, one polyline per (label, colour, ys)."""
+    """A line plot: sizes (log2 x axis) against values, one polyline per (label, colour, ys,
+    ranges), the medians joined, each run's range (min, max, or None) drawn as a vertical
+    bar with caps around its median, so the spread shows through TCG's noise."""
     W, H, L, R, T, B = 640, 380, 70, 20, 40, 60
-    ys = [y for _, _, c in curves for y in c if y is not None]
+    ys = [y for _, _, c, _ in curves for y in c if y is not None]
+    ys += [r[1] for _, _, _, rs in curves for r in rs if r is not None]
     ymax = max(ys) if ys else 1.0
     mag = 10 ** math.floor(math.log10(ymax))
     step = next(m * mag for m in (0.1, 0.2, 0.25, 0.5, 1, 2, 2.5, 5, 10) if ymax / (m * mag) <= 6)
@@ -186,8 +187,17 @@ def svg_plot(path, title, unit, sizes, curves):
     out.append('<text x="%d" y="%d" text-anchor="middle">message size (log scale)</text>' % ((L + W - R) // 2, H - B + 36))
     out.append('<text x="16" y="%d" transform="rotate(-90 16 %d)" text-anchor="middle">%s</text>' % ((T + H - B) // 2, (T + H - B) // 2, unit))
     out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="black"/>' % (L, T, W - L - R, H - T - B))
-    for i, (label, colour, c) in enumerate(curves):
+    for i, (label, colour, c, rs) in enumerate(curves):
         pts = [(x(s), y(v)) for s, v in zip(sizes, c) if v is not None]
+        # The two drivers' bars side by side, 3 px either way of the size.
+        dx = 3 if i == 0 else -3
+        for s, r in zip(sizes, rs):
+            if r is not None and r[1] > r[0]:
+                bx = x(s) + dx
+                out.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" '
+                           'stroke-width="1.5"/>' % (bx, y(r[0]), bx, y(r[1]), colour))
+                out.extend('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>'
+                           % (bx - 3, y(e), bx + 3, y(e), colour) for e in r)
         if pts:
             out.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>' % (colour, " ".join("%.1f,%.1f" % p for p in pts)))
             out.extend('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (px, py, colour) for px, py in pts)
@@ -268,9 +278,14 @@ def main():
             if q is not None and q < 1:
                 slower.append("%s at %s (%.2fx)" % (tool, size_name(s), q))
         svg = "%s-%s.svg" % (stem, tool)
-        svg_plot(svg, "%s: rrxe and rdma_rxe (median of %s runs)" % (tool, runs), unit, sizes,
-                 [("rrxe", "#d62728", [med.get(("rrxe", key(s))) for s in sizes]),
-                  ("rdma_rxe", "#1f77b4", [med.get(("rxe", key(s))) for s in sizes])])
+        def spread(drv):
+            return [(min(samples[(drv, key(s))]), max(samples[(drv, key(s))]))
+                    if samples.get((drv, key(s))) else None for s in sizes]
+
+        svg_plot(svg, "%s: rrxe and rdma_rxe (median and range of %s runs)" % (tool, runs), unit,
+                 sizes,
+                 [("rrxe", "#d62728", [med.get(("rrxe", key(s))) for s in sizes], spread("rrxe")),
+                  ("rdma_rxe", "#1f77b4", [med.get(("rxe", key(s))) for s in sizes], spread("rxe"))])
         sweep_text.append("%s\n%s\n\n.. image:: %s\n   :alt: %s, rrxe and rdma_rxe against message size\n\n::\n\n%s\n"
                           % (tool, "-" * len(tool), os.path.basename(svg), tool,
                              "\n".join("    " + l for l in table(

@@ -54,7 +54,7 @@ fn addresses(frame: &RoceFrame<'_>) -> String {
 fn describe(pkt: &Packet<'_>) -> String {
     let b = &pkt.bth;
     let mut s = format!(
-        "{} qpn={:#08x} psn={:#08x} ack={} se={} m={} pad={} pkey={:#06x}",
+        "{} qpn={:#08x} psn={:#08x} ack={} se={} m={} pad={} pkey={:#06x} opcode={:#04x}",
         pkt.info.name,
         b.dest_qp().get(),
         b.psn().get(),
@@ -63,6 +63,7 @@ fn describe(pkt: &Packet<'_>) -> String {
         u8::from(b.mig_req()),
         b.pad_count(),
         b.pkey(),
+        b.opcode().0,
     );
     if b.fecn() || b.becn() {
         let _ = write!(
