@@ -28,7 +28,6 @@
 
 use crate::{
     bindings,
-    ffi::c_char,
     str::{as_char_ptr_in_const_context, CStr, CStrExt},
     types::Opaque,
 };
@@ -76,12 +75,12 @@ pub struct Site(Opaque<bindings::_ddebug>);
 unsafe impl Sync for Site {}
 
 impl Site {
-    /// A call site of `modname` (the module's log prefix), in `function` (here the Rust
+    /// A call site of module `modname`, in `function` (here the Rust
     /// module path), `file` at `line`, printing `format`; disabled until dynamic debug
     /// enables it.
     #[doc(hidden)]
     pub const fn new(
-        modname: &'static [u8],
+        modname: &'static CStr,
         function: &'static CStr,
         file: &'static CStr,
         format: &'static CStr,
@@ -90,13 +89,12 @@ impl Site {
         // SAFETY: `struct _ddebug` is plain data (pointers, integers and, with jump labels,
         // a static key whose all-zero value is `STATIC_KEY_FALSE_INIT`).
         let mut d: bindings::_ddebug = unsafe { core::mem::zeroed() };
-        d.modname = modname.as_ptr().cast::<c_char>();
+        d.modname = as_char_ptr_in_const_context(modname);
         d.function = as_char_ptr_in_const_context(function);
         d.filename = as_char_ptr_in_const_context(file);
         d.format = as_char_ptr_in_const_context(format);
         d._bitfield_1 = bindings::__BindgenBitfieldUnit::new(bits(line, CLASS_DEFAULT, 0));
-        // INVARIANT: The strings are `'static` C strings; `modname` is the module's log
-        // prefix, NUL-terminated by `module!`.
+        // INVARIANT: The strings are `'static` C strings.
         Self(Opaque::new(d))
     }
 
@@ -114,18 +112,19 @@ impl Site {
     }
 
     /// Prints `args` at `KERN_DEBUG` through dynamic debug (which adds what the site's flags
-    /// ask for: module, function, line, thread), `prefix` (the module's log prefix) first.
+    /// ask for: module, function, line, thread), the site's module name first.
     #[doc(hidden)]
     #[cold]
-    pub fn print(&'static self, prefix: &'static [u8], args: core::fmt::Arguments<'_>) {
-        // SAFETY: The site is registered by the module loader (it lies in `__dyndbg`); the
-        // format takes a C string (`prefix`, NUL-terminated by `module!`) and a
-        // `fmt::Arguments` (`%pA`), both valid for the call.
+    pub fn print(&'static self, args: core::fmt::Arguments<'_>) {
+        // SAFETY: The descriptor is valid and `'static`, registered with dynamic debug or not
+        // (it then only prints); `modname` is never written after `new`, and is a `'static` C
+        // string (the type invariant), as the format's `%s` needs; `%pA` takes the
+        // `fmt::Arguments`, valid for the call.
         unsafe {
             bindings::__dynamic_pr_debug(
                 self.0.get(),
                 c"%s: %pA".as_char_ptr(),
-                prefix.as_ptr(),
+                (*self.0.get()).modname,
                 core::ptr::from_ref(&args).cast::<crate::ffi::c_void>(),
             )
         };
@@ -156,14 +155,17 @@ macro_rules! rdma_dbg {
             // site's flags. The call below keeps the site.
             #[link_section = "__dyndbg"]
             static SITE: $crate::rdma::dbg::Site = $crate::rdma::dbg::Site::new(
-                crate::__LOG_PREFIX,
+                match $crate::str::CStr::from_bytes_with_nul(crate::__LOG_PREFIX) {
+                    Ok(name) => name,
+                    Err(_) => panic!("the module name is not a C string"),
+                },
                 $crate::c_str!(::core::module_path!()),
                 $crate::c_str!(::core::file!()),
                 $crate::c_str!($fmt),
                 ::core::line!(),
             );
             if SITE.enabled() {
-                SITE.print(crate::__LOG_PREFIX, ::core::format_args!($fmt $(, $arg)*));
+                SITE.print(::core::format_args!($fmt $(, $arg)*));
             }
         }
         #[cfg(not(CONFIG_DYNAMIC_DEBUG))]
