@@ -52,6 +52,20 @@ found() {
 	if [ -n "$l" ]; then ok "$1" "($l)"; else bad "$1" "no message matching '$2'"; fi
 }
 
+# silent NAME WHEN: rc_access case 4 (a remote access error) runs, and rdma_rrxe prints no
+# QP message meanwhile (WHEN says in which state of the sites, for the failure).
+silent() {
+	mark
+	access 4
+	if ! grep -q '^CASE 4 .* ok' /tmp/dbg-cli; then
+		bad "$1" "rc_access case 4 (the remote access error) did not run"
+	elif since_mark | grep -q '^rdma_rrxe: .*qp 0x'; then
+		bad "$1" "printed $2: $(since_mark | grep '^rdma_rrxe' | head -1)"
+	else
+		ok "$1"
+	fi
+}
+
 sites=$(grep -E '\[rdma_rrxe\]' $CTL)
 n=$(printf '%s\n' "$sites" | grep -c '\.rs:[0-9]* \[rdma_rrxe\]rdma_rrxe')
 printf '%s\n' "$sites" | sed 's/^/RRXE-DYNDBG /'
@@ -61,15 +75,7 @@ else
 	bad debug_sites_listed "$n sites with a .rs file and a module path, or a class set"
 fi
 
-mark
-access 4
-if ! grep -q '^CASE 4 .* ok' /tmp/dbg-cli; then
-	bad debug_off_by_default "rc_access case 4 (the remote access error) did not run"
-elif since_mark | grep -q '^rdma_rrxe: .*qp 0x'; then
-	bad debug_off_by_default "printed while off: $(since_mark | grep '^rdma_rrxe' | head -1)"
-else
-	ok debug_off_by_default
-fi
+silent debug_off_by_default "while off"
 
 echo 'module rdma_rrxe +p' >$CTL || die "dynamic debug control"
 mark
@@ -82,13 +88,5 @@ found debug_completion_status "qp 0x[0-9a-f]+: send work request 0x[0-9a-f]+ com
 found debug_send_wr_refused "qp 0x[0-9a-f]+: send work request refused: LocProtErr"
 
 echo 'module rdma_rrxe -p' >$CTL || die "dynamic debug control"
-mark
-access 4
-if ! grep -q '^CASE 4 .* ok' /tmp/dbg-cli; then
-	bad debug_off_again "rc_access case 4 (the remote access error) did not run"
-elif since_mark | grep -q '^rdma_rrxe: .*qp 0x'; then
-	bad debug_off_again "printed after -p: $(since_mark | grep '^rdma_rrxe' | head -1)"
-else
-	ok debug_off_again
-fi
+silent debug_off_again "after -p"
 exit $FAILED
