@@ -452,6 +452,9 @@ guest_test netdevs 400 "$REPO/scripts/tests/netdevs.sh"
 # kernel log once enabled. Then every site the guest listed must name a line of the sources
 # that prints (the descriptor's file and line, laid out by kernel::rdma::dbg, as dynamic
 # debug read them back).
+# Per-QP counters through the core's counter API: `rdma statistic qp` auto and manual binds
+# on a loopback pingpong, the port's totals exact, nothing leaked on a refused bind.
+guest_test counters 300 "$REPO/scripts/tests/counters.sh"
 guest_test debug 300 "$REPO/scripts/tests/debug.sh"
 if want debug && [ -f "$OUTDIR/debug/a.console" ]; then
 	sites=$(grep -a 'RRXE-DYNDBG' "$OUTDIR/debug/a.console" | grep -o 'drivers/infiniband/sw/rrxe/[^ :]*\.rs:[0-9]*' | sort -u)

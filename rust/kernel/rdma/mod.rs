@@ -13,6 +13,7 @@
 //! - [`pd`], [`cq`], [`qp`], [`srq`], [`mr`], [`mw`], [`ah`]: protection domains,
 //!   completion queues, queue pairs, shared receive queues, memory regions and pinned user
 //!   memory, memory windows, address handles.
+//! - [`counter`]: counters of queue pairs (`rdma statistic qp`).
 //! - [`mmap`]: memory shared with userspace (the user provider maps queues).
 //! - [`net`]: the RoCEv2 UDP tunnel socket, received packets, routes and transmission.
 //! - [`timer`]: protocol timers embedded in driver objects.
@@ -29,6 +30,7 @@
 
 pub mod ah;
 pub mod bhwork;
+pub mod counter;
 pub mod cq;
 pub mod dbg;
 pub mod device;

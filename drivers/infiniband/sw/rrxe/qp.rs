@@ -6,6 +6,7 @@
 
 use crate::engine::{QpSetup, QpShared, Queue};
 use crate::mr::RrxeMr;
+use crate::net::Stats;
 use crate::params::{self, Charge};
 use crate::proto::bth::Qpn;
 use crate::proto::opcode::QpType as WireQpType;
@@ -33,6 +34,11 @@ pub(crate) struct RrxeQp {
 }
 
 impl RrxeQp {
+    /// Binds the QP to a counter of `rdma statistic qp`, or unbinds it (`None`).
+    pub(crate) fn bind_counter(qp: &Qp<Rrxe>, counter: Option<Arc<Stats>>) {
+        qp.data().shared.bind_counter(counter);
+    }
+
     /// `ibv_attach_mcast` / `ib_attach_mcast`: a UD QP joins the multicast group `gid`.
     pub(crate) fn attach_mcast(qp: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
         let s = &qp.data().shared;

@@ -27,6 +27,7 @@ use crate::{
         usecnt::Dying,
         wr::{KernelDma, RecvWr, SendWr, Wc},
     },
+    sync::Arc,
 };
 
 /// The operations of an RDMA driver, called by the RDMA core (`struct ib_device_ops`).
@@ -62,6 +63,10 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Driver data of each memory window (unused without [`Driver::alloc_mw`]).
     type Mw: Send + Sync;
 
+    /// Driver data of each counter of queue pairs (unused without
+    /// [`Driver::counter_bind_qp`]): where the events of the QPs bound to it are counted.
+    type Counter: Send + Sync;
+
     /// The driver id reported to userspace.
     const DRIVER_ID: DriverId;
 
@@ -73,6 +78,27 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Reads the port counters described by [`Driver::HW_STATS`] into `values`.
     fn hw_stats(_dev: &Device<Self>, _port: PortNum, _values: &mut [u64]) {}
+
+    /// Allocates the data of a counter of `port`, when the core binds a first QP to it.
+    fn counter_alloc(_dev: &Device<Self>, _port: PortNum) -> Result<Arc<Self::Counter>> {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Binds `qp` to `counter` (`rdma statistic qp`): until [`Driver::counter_unbind_qp`], the
+    /// QP's events are counted in `counter` instead of in its port's counters, as the core
+    /// adds every counter to the port's totals. Installs the counter operations (with
+    /// [`Driver::hw_stats`] and a counter's values in the same order, [`Driver::HW_STATS`])
+    /// when implemented.
+    fn counter_bind_qp(_qp: &Qp<Self>, _counter: &Arc<Self::Counter>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Unbinds `qp` from its counter: its events go back to its port's counters. Called
+    /// before the QP is destroyed if it is still bound.
+    fn counter_unbind_qp(_qp: &Qp<Self>) {}
+
+    /// Reads a counter's values, in the order of [`Driver::HW_STATS`], into `values`.
+    fn counter_stats(_dev: &Device<Self>, _counter: &Self::Counter, _values: &mut [u64]) {}
 
     /// Whether the devices have rdma_rxe's `parent` sysfs attribute: the name of the network
     /// device of port 1 (`ib_device_get_netdev`), for tools that match soft-RoCE devices to

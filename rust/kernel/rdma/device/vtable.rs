@@ -20,6 +20,7 @@ use crate::{
     prelude::*,
     rdma::{
         ah::{self, Ah},
+        counter,
         cq::{self, Cq},
         mmap,
         mr::{self, AccessFlags, UserMrReq},
@@ -46,6 +47,11 @@ impl<T: Driver> DeviceVTable<T> {
     /// [`Driver::hw_stats`] (`T::HAS_HW_STATS`) and describes counters for it
     /// ([`Driver::HW_STATS`] is not empty).
     const HW_STATS_OPS: bool = T::HAS_HW_STATS && !T::HW_STATS.is_empty();
+
+    /// Whether the counter operations are installed: the hardware counter operations are,
+    /// and `T` binds QPs to counters ([`Driver::counter_bind_qp`]). The core calls
+    /// `counter_init` unconditionally once the others are set, so they go together.
+    const COUNTER_OPS: bool = Self::HW_STATS_OPS && T::HAS_COUNTER_BIND_QP;
 
     /// The table installed on every device of `T`.
     pub(super) const VTABLE: bindings::ib_device_ops = bindings::ib_device_ops {
@@ -103,6 +109,37 @@ impl<T: Driver> DeviceVTable<T> {
         } else {
             None
         },
+        counter_init: if Self::COUNTER_OPS {
+            Some(counter::init::<T>)
+        } else {
+            None
+        },
+        counter_alloc_stats: if Self::COUNTER_OPS {
+            Some(counter::alloc_stats::<T>)
+        } else {
+            None
+        },
+        counter_bind_qp: if Self::COUNTER_OPS {
+            Some(counter::bind_qp::<T>)
+        } else {
+            None
+        },
+        counter_unbind_qp: if Self::COUNTER_OPS {
+            Some(counter::unbind_qp::<T>)
+        } else {
+            None
+        },
+        counter_update_stats: if Self::COUNTER_OPS {
+            Some(counter::update_stats::<T>)
+        } else {
+            None
+        },
+        counter_dealloc: if Self::COUNTER_OPS {
+            Some(counter::dealloc::<T>)
+        } else {
+            None
+        },
+        size_rdma_counter: counter::size::<T>(),
         reg_user_mr: Some(Self::reg_user_mr_callback),
         get_dma_mr: Some(Self::get_dma_mr_callback),
         dereg_mr: Some(Self::dereg_mr_callback),

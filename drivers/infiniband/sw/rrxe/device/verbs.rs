@@ -11,7 +11,7 @@ use crate::ah::{RrxeAh, MAX_AH};
 use crate::cq::RrxeCq;
 use crate::mr::RrxeMr;
 use crate::mw::RrxeMw;
-use crate::net::HW_STATS;
+use crate::net::{Stats, HW_STATS};
 use crate::params;
 use crate::pd::RrxePd;
 use crate::proto::pma;
@@ -36,7 +36,7 @@ use kernel::rdma::{
     usecnt::Dying,
     wr::{KernelDma, RecvWr, SendWr, Sge, Wc},
 };
-use kernel::sync::atomic::ordering::Relaxed;
+use kernel::sync::{atomic::ordering::Relaxed, Arc};
 
 #[vtable]
 impl Driver for Rrxe {
@@ -48,6 +48,7 @@ impl Driver for Rrxe {
     type Mr = RrxeMr;
     type Srq = RrxeSrq;
     type Mw = RrxeMw;
+    type Counter = Stats;
     type Ah = RrxeAh;
 
     const DRIVER_ID: DriverId = DriverId::RXE;
@@ -56,6 +57,24 @@ impl Driver for Rrxe {
 
     fn hw_stats(dev: &Device<Self>, _port: PortNum, values: &mut [u64]) {
         dev.data().shared.stats.read(values);
+    }
+
+    fn counter_alloc(_dev: &Device<Self>, _port: PortNum) -> Result<Arc<Stats>> {
+        Ok(Arc::new(Stats::new(), GFP_KERNEL)?)
+    }
+
+    /// The QP's transport events go to `counter` ([`crate::engine::QpShared::stats`]).
+    fn counter_bind_qp(qp: &Qp<Self>, counter: &Arc<Stats>) -> Result {
+        RrxeQp::bind_counter(qp, Some(counter.clone()));
+        Ok(())
+    }
+
+    fn counter_unbind_qp(qp: &Qp<Self>) {
+        RrxeQp::bind_counter(qp, None);
+    }
+
+    fn counter_stats(_dev: &Device<Self>, counter: &Stats, values: &mut [u64]) {
+        counter.read(values);
     }
 
     const SHOW_PARENT: bool = true;

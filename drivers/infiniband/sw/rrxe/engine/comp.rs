@@ -34,10 +34,10 @@ impl QpShared {
                     .as_ref()
                     .is_some_and(|w| matches!(w.op(), SendOp::Send { .. })) =>
             {
-                self.dev.stats.inc(PortCounter::RdmaSends)
+                self.stats(e).inc(PortCounter::RdmaSends)
             }
-            WcStatus::RetryExcErr => self.dev.stats.inc(PortCounter::RetryExceeded),
-            WcStatus::RnrRetryExcErr => self.dev.stats.inc(PortCounter::RnrRetryExceeded),
+            WcStatus::RetryExcErr => self.stats(e).inc(PortCounter::RetryExceeded),
+            WcStatus::RnrRetryExcErr => self.stats(e).inc(PortCounter::RnrRetryExceeded),
             _ => {}
         }
         if !matches!(status, WcStatus::Success | WcStatus::WrFlushErr) {
@@ -69,7 +69,7 @@ impl QpShared {
         let Some(status) = e.sq_error.take() else {
             return;
         };
-        self.dev.stats.inc(PortCounter::BadWqes);
+        self.stats(e).inc(PortCounter::BadWqes);
         if let Ok(prod) = self.sq_producer(e) {
             if let Ok(Some(slot)) = e.sqs.next_to_start(prod) {
                 let wr_id = self.sq_wr_id(e, &slot);
@@ -94,7 +94,7 @@ impl QpShared {
                 (None, Some(rkey)) => WcEx::Invalidate(rkey),
                 (None, None) => WcEx::None,
             };
-            self.dev.stats.inc(PortCounter::RdmaRecvs);
+            self.stats(e).inc(PortCounter::RdmaRecvs);
             Completion::recv_success(wr_id, self.qpn, rc.byte_len, rc.rdma_with_imm, ex, 0, 1)
         } else {
             if rc.status != WcStatus::WrFlushErr {

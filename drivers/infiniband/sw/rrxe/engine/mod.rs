@@ -63,6 +63,7 @@ pub(crate) use wq::{write_sges, KernelRing, Queue, RecvCopy};
 pub(crate) use mem::LOCAL_DMA_LKEY;
 
 use crate::device::DevShared;
+use crate::net::Stats;
 use crate::params;
 use crate::proto::{
     bth::Qpn,
@@ -236,6 +237,9 @@ pub(crate) struct Engine {
     ip_id: u16,
     /// UD: PSN of the next datagram.
     ud_psn: Psn,
+    /// The counter the QP is bound to (`rdma statistic qp`), where its transport events are
+    /// counted instead of in the port's counters (see [`QpShared::stats`]).
+    pub(crate) counter: Option<Arc<Stats>>,
 }
 
 impl Engine {
@@ -297,6 +301,7 @@ impl QpShared {
         };
         let (sq, rq, kq) = wq::split(s.sq, s.rq)?;
         let eng = Engine {
+            counter: None,
             sender: new_sender(&s.attrs, s.qp_type)?,
             resp: new_responder(&s.attrs)?,
             replies: replies::new_queue(0)?,
@@ -399,6 +404,19 @@ impl QpShared {
         self.rnr.shutdown();
         self.tx_wait.shutdown();
         self.kick.cancel();
+    }
+
+    /// Where the QP's transport events (completions, NAKs, retries, refusals) are counted:
+    /// the counter it is bound to, or else its port's counters. Packet and byte counts are
+    /// the link's, always counted on the port (the PMA reports them).
+    pub(crate) fn stats<'a>(&'a self, e: &'a Engine) -> &'a Stats {
+        e.counter.as_deref().unwrap_or(&self.dev.stats)
+    }
+
+    /// Binds the QP to `counter`, or unbinds it (`None`).
+    pub(crate) fn bind_counter(&self, counter: Option<Arc<Stats>>) {
+        // The old binding is dropped after the lock.
+        let _old = self.with_engine(|_, e, _| core::mem::replace(&mut e.counter, counter));
     }
 
     /// Runs `f` on the engine, with bottom halves disabled, then raises the completion

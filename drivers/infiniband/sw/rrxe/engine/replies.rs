@@ -118,7 +118,7 @@ impl QpShared {
         }
         if e.replies.push_back(Queued::Ack(r)).is_err() {
             // The requester's timeout recovers it.
-            self.dev.stats.inc(PortCounter::RepliesDropped);
+            self.stats(e).inc(PortCounter::RepliesDropped);
         }
     }
 
@@ -132,7 +132,7 @@ impl QpShared {
             return;
         }
         if e.replies.push_back(Queued::Atomic(r)).is_err() {
-            self.dev.stats.inc(PortCounter::RepliesDropped);
+            self.stats(e).inc(PortCounter::RepliesDropped);
         }
     }
 
@@ -156,7 +156,7 @@ impl QpShared {
         drop_from(&mut e.replies, rd.psn, path_mtu(&e.attrs));
         if e.replies.push_back(Queued::Read { rd, next: 0 }).is_err() {
             // More READs than the requester may have outstanding: its retry asks again.
-            self.dev.stats.inc(PortCounter::RepliesDropped);
+            self.stats(e).inc(PortCounter::RepliesDropped);
             return Ok(());
         }
         self.send_replies_with(e, mem.map(|m| (rd.msn, m)));
@@ -198,7 +198,7 @@ impl QpShared {
                             if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
                                 *n = next;
                             }
-                            self.dev.stats.inc(PortCounter::ReplyYields);
+                            self.stats(e).inc(PortCounter::ReplyYields);
                             self.kick.queue(self);
                             return;
                         }
@@ -212,7 +212,7 @@ impl QpShared {
                             if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
                                 *n = next;
                             }
-                            self.dev.stats.inc(PortCounter::TxPaused);
+                            self.stats(e).inc(PortCounter::TxPaused);
                             self.tx_wait.arm_after_us(self, TX_WAIT_US);
                             return;
                         }
@@ -223,7 +223,7 @@ impl QpShared {
             budget = budget.saturating_sub(cost);
         }
         if !e.replies.is_empty() {
-            self.dev.stats.inc(PortCounter::ReplyYields);
+            self.stats(e).inc(PortCounter::ReplyYields);
             self.kick.queue(self);
         }
     }
@@ -286,7 +286,7 @@ impl QpShared {
                 }
             }
             // Any other failure is a lost response: the requester asks again.
-            self.count_sent(sent, false);
+            self.count_sent(e, sent, false);
             i += 1;
         }
         if i < total {

@@ -176,7 +176,7 @@ impl QpShared {
             if let Some((id, op)) = e.sender.next_local() {
                 let ok = self.run_local(e, id, op).is_ok();
                 if !ok {
-                    self.dev.stats.inc(PortCounter::LocalOpErrors);
+                    self.stats(e).inc(PortCounter::LocalOpErrors);
                 }
                 e.sender.local_done(id, ok);
                 budget -= 1;
@@ -198,12 +198,12 @@ impl QpShared {
             if sent == Err(ENOBUFS) && e.sender.unsend(&p) {
                 // The transmit queue is full: the packet waits, and the QP with it, for
                 // `tx_wait` (not the retransmit timer: nothing was lost).
-                self.dev.stats.inc(PortCounter::TxPaused);
+                self.stats(e).inc(PortCounter::TxPaused);
                 self.tx_wait.arm_after_us(self, TX_WAIT_US);
                 break;
             }
             // Any other failure loses the packet: the retransmit timer recovers it (RC).
-            self.count_sent(sent, p.retransmit);
+            self.count_sent(e, sent, p.retransmit);
             budget -= 1;
             if budget == 0 {
                 self.kick.queue(self);
@@ -451,11 +451,11 @@ impl QpShared {
             return false;
         };
         match r.syndrome {
-            Syndrome::RnrNak(_) => self.dev.stats.inc(PortCounter::RcvdRnrNaks),
+            Syndrome::RnrNak(_) => self.stats(e).inc(PortCounter::RcvdRnrNaks),
             Syndrome::Nak(NakCode::PsnSequenceError) => {
-                self.dev.stats.inc(PortCounter::RcvdSeqNaks);
+                self.stats(e).inc(PortCounter::RcvdSeqNaks);
                 // The requester goes back to the NAK's PSN.
-                self.dev.stats.inc(PortCounter::CompleterRetries);
+                self.stats(e).inc(PortCounter::CompleterRetries);
             }
             _ => {}
         }

@@ -57,7 +57,7 @@ impl QpShared {
             // A page fault (on-demand paging): refused for now with an RNR NAK, as an RNIC
             // does, while the pages are faulted in; the request keeps its PSN expected.
             let reply = e.resp.rnr_nak(&req);
-            self.dev.stats.inc(PortCounter::SentRnrNaks);
+            self.stats(e).inc(PortCounter::SentRnrNaks);
             self.reply_ack(e, reply);
             return true;
         }
@@ -67,14 +67,14 @@ impl QpShared {
             e.resp.on_request(&req, recv_len)
         };
         match out.reply.map(|r| r.syndrome) {
-            Some(Syndrome::RnrNak(_)) => self.dev.stats.inc(PortCounter::SentRnrNaks),
+            Some(Syndrome::RnrNak(_)) => self.stats(e).inc(PortCounter::SentRnrNaks),
             Some(Syndrome::Nak(NakCode::PsnSequenceError)) => {
-                self.dev.stats.inc(PortCounter::OutOfSeqRequests)
+                self.stats(e).inc(PortCounter::OutOfSeqRequests)
             }
             _ => {}
         }
         if out.duplicate {
-            self.dev.stats.inc(PortCounter::DuplicateRequests);
+            self.stats(e).inc(PortCounter::DuplicateRequests);
         }
         if out.begin_recv {
             // The head was validated into `stage`; it becomes the current receive WQE.
@@ -104,7 +104,7 @@ impl QpShared {
         // region, another PD, a stale key) is an invalid request, as rdma_rxe answers.
         let placed = match (placed, out.complete.and_then(|c| c.inv_rkey)) {
             (Ok(()), Some(rkey)) => self.invalidate(rkey).map_err(|_| {
-                self.dev.stats.inc(PortCounter::BadInvalidates);
+                self.stats(e).inc(PortCounter::BadInvalidates);
                 LocalError::BadInvalidate
             }),
             (p, _) => p,

@@ -288,7 +288,7 @@ impl QpShared {
             && self.scatter(e, 0, grh).is_ok()
             && self.scatter(e, GRH_LEN as u32, payload).is_ok();
         let c = if placed {
-            self.dev.stats.inc(PortCounter::RdmaRecvs);
+            self.stats(e).inc(PortCounter::RdmaRecvs);
             let byte_len = u32::try_from(total).unwrap_or(u32::MAX);
             let ex = meta.imm.map_or(WcEx::None, WcEx::Imm);
             Completion::recv_success(wr_id, self.qpn, byte_len, false, ex, meta.src_qp, 1)

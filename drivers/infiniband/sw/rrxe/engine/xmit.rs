@@ -143,13 +143,14 @@ impl QpShared {
         sent
     }
 
-    /// Counts the outcome of a transmission (a lost packet is recovered by the transport).
-    pub(super) fn count_sent(&self, sent: Result, retransmit: bool) {
-        self.dev.stats.inc(match sent {
-            Ok(()) if retransmit => PortCounter::Retransmits,
-            Ok(()) => PortCounter::SentPkts,
-            Err(_) => PortCounter::SendErrors,
-        });
+    /// Counts the outcome of a transmission (a lost packet is recovered by the transport): a
+    /// retransmission is the QP's event, a packet sent or lost the link's.
+    pub(super) fn count_sent(&self, e: &Engine, sent: Result, retransmit: bool) {
+        match sent {
+            Ok(()) if retransmit => self.stats(e).inc(PortCounter::Retransmits),
+            Ok(()) => self.dev.stats.inc(PortCounter::SentPkts),
+            Err(_) => self.dev.stats.inc(PortCounter::SendErrors),
+        }
     }
 
     /// Sends a packet without payload (an acknowledgment) to the connected peer, counting
@@ -157,6 +158,6 @@ impl QpShared {
     pub(super) fn send_headers(&self, e: &mut Engine, spec: &PacketSpec<'_>) {
         let id = e.next_ip_id();
         let sent = self.xmit(&mut e.routes, &e.path, id, spec, 0, |_| Ok(()));
-        self.count_sent(sent, false);
+        self.count_sent(e, sent, false);
     }
 }
