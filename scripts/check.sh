@@ -455,6 +455,9 @@ guest_test netdevs 400 "$REPO/scripts/tests/netdevs.sh"
 # Per-QP counters through the core's counter API: `rdma statistic qp` auto and manual binds
 # on a loopback pingpong, the port's totals exact, nothing leaked on a refused bind.
 guest_test counters 300 "$REPO/scripts/tests/counters.sh"
+# The transport's tracepoints (rdma_sw): QP states, NAKs sent and received, RNR retries,
+# read through tracefs on loopback errors; nothing while disabled.
+guest_test trace 300 "$REPO/scripts/tests/trace.sh"
 guest_test debug 300 "$REPO/scripts/tests/debug.sh"
 if want debug && [ -f "$OUTDIR/debug/a.console" ]; then
 	sites=$(grep -a 'RRXE-DYNDBG' "$OUTDIR/debug/a.console" | grep -o 'drivers/infiniband/sw/rrxe/[^ :]*\.rs:[0-9]*' | sort -u)

@@ -22,6 +22,9 @@ overlay() {
 	mkdir -p "$KSRC/rust/kernel/rdma" "$KSRC/drivers/infiniband/sw/rrxe"
 	rsync -rc --delete "$REPO/rust/kernel/rdma/" "$KSRC/rust/kernel/rdma/"
 	rsync -c "$REPO/rust/helpers/rdma.c" "$KSRC/rust/helpers/rdma.c"
+	# The software transport tracepoints (in ib_core, built in as the kernel crate is).
+	rsync -c "$REPO/include/trace/events/rdma_sw.h" "$KSRC/include/trace/events/rdma_sw.h"
+	rsync -c "$REPO/drivers/infiniband/core/sw_trace.c" "$KSRC/drivers/infiniband/core/sw_trace.c"
 	rsync -rc --delete --exclude='*.o' --exclude='*.ko' --exclude='.*' \
 		"$REPO/drivers/infiniband/sw/rrxe/" "$KSRC/drivers/infiniband/sw/rrxe/"
 
@@ -81,7 +84,7 @@ configure() {
 }
 
 full_inputs_sum() {
-	(cd "$REPO" && find rust patches scripts/config/rrxe.config ${VARIANT:+scripts/config/$VARIANT.config} \
+	(cd "$REPO" && find rust patches include drivers/infiniband/core scripts/config/rrxe.config ${VARIANT:+scripts/config/$VARIANT.config} \
 		-type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
 }
 

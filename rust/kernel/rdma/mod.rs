@@ -16,6 +16,7 @@
 //! - [`counter`]: counters of queue pairs (`rdma statistic qp`).
 //! - [`mmap`]: memory shared with userspace (the user provider maps queues).
 //! - [`net`]: the RoCEv2 UDP tunnel socket, received packets, routes and transmission.
+//! - [`trace`]: tracepoints of software transports (`rdma_sw`: QP states, retries, NAKs).
 //! - [`timer`]: protocol timers embedded in driver objects.
 //! - [`bhwork`]: softirq work items embedded in driver objects (local delivery).
 //! - [`wr`]: work requests and completions of kernel consumers, kernel DMA addresses.
@@ -47,6 +48,7 @@ pub mod port;
 pub mod qp;
 pub mod srq;
 pub mod timer;
+pub mod trace;
 pub mod usecnt;
 pub mod wr;
 

@@ -12,7 +12,8 @@ use crate::cq::RecvOrigin;
 use crate::net::PortCounter;
 use crate::proto::rc::{responder::RecvCompletion, SendAction, WcStatus};
 use crate::proto::uabi::{Completion, SendOp, WcEx};
-use kernel::rdma::qp::QpState;
+use kernel::prelude::*;
+use kernel::rdma::{qp::QpState, trace};
 
 /// Which CQ of the QP a completion goes to.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -82,7 +83,7 @@ impl QpShared {
                 }
             }
         }
-        self.enter_error(e, ev, "a send work request failed validation");
+        self.enter_error(e, ev, c"a send work request failed validation");
     }
 
     /// Completes the current receive WQE as the responder says.
@@ -152,9 +153,15 @@ impl QpShared {
 
     /// Moves the QP to ERR: every WQE in flight or posted completes with
     /// [`WcStatus::WrFlushErr`] (after the completions already due).
-    pub(super) fn enter_error(&self, e: &mut Engine, ev: &mut Events, why: &'static str) {
+    pub(super) fn enter_error(&self, e: &mut Engine, ev: &mut Events, why: &'static CStr) {
         if e.attrs.state != Some(QpState::Err) {
-            qp_dbg!(self, "to the error state: {}\n", why);
+            qp_dbg!(
+                self,
+                "to the error state: {}\n",
+                why.to_str().unwrap_or("?")
+            );
+            let old = e.attrs.state.unwrap_or(QpState::Reset);
+            trace::qp_state(self.dev_name(), self.qpn, old, QpState::Err, why);
         }
         // A drain that ends in ERR is not a drained send queue.
         e.sq_drain_due = false;

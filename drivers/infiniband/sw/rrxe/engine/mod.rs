@@ -86,6 +86,7 @@ use kernel::rdma::{
     qp::{QpAttrs, QpCaps, QpEvent, QpEvents, QpState},
     srq::SrqRef,
     timer::{impl_deferred, Timer, TimerCallback},
+    trace::{self, RetryCause},
     wr::{KernelDma, QpHandle},
     BhGuard,
 };
@@ -178,9 +179,9 @@ impl BhWorkCallback for QpShared {
     /// A kernel consumer rang the doorbell, or responses are waiting.
     fn work_run(this: &Self) {
         let rewind = this.rewind.cmpxchg(REWIND_DUE, 0, Relaxed).is_ok();
-        this.resume(|s| {
+        this.resume(|_, e| {
             if rewind {
-                s.on_fault_resolved();
+                e.sender.on_fault_resolved();
             }
         });
     }
@@ -413,6 +414,11 @@ impl QpShared {
         e.counter.as_deref().unwrap_or(&self.dev.stats)
     }
 
+    /// The name of the network device the QP's RDMA device runs on (messages, tracepoints).
+    pub(crate) fn dev_name(&self) -> &CStr {
+        self.dev.netdev().name()
+    }
+
     /// Binds the QP to `counter`, or unbinds it (`None`).
     pub(crate) fn bind_counter(&self, counter: Option<Arc<Stats>>) {
         // The old binding is dropped after the lock.
@@ -523,12 +529,12 @@ impl QpShared {
 
     /// A timer expired or the QP's softirq work runs (a kernel consumer rang the doorbell,
     /// or a budget ran out): tell the sender, then carry on, a budget at a time.
-    fn resume(&self, expired: impl FnOnce(&mut Sender<SQ_SLOTS>)) {
+    fn resume(&self, expired: impl FnOnce(&Self, &mut Engine)) {
         let mut ev = Events::default();
         {
             let mut e = self.eng.lock();
             let e = &mut *e;
-            expired(&mut e.sender);
+            expired(self, e);
             if let Some(d) = e.parked.take() {
                 self.place_parked(e, &mut ev, d);
             }
@@ -546,23 +552,29 @@ impl QpShared {
 impl TimerCallback<0> for QpShared {
     /// The local ACK timeout expired: go back to the oldest unacknowledged PSN.
     fn timer_fired(this: &Self) {
-        this.dev
-            .stats
-            .inc(crate::net::PortCounter::CompleterRetries);
-        this.resume(|s| s.on_retransmit_timeout());
+        this.resume(|q, e| {
+            q.stats(e).inc(crate::net::PortCounter::CompleterRetries);
+            let psn = e.sender.unacked_psn().get();
+            trace::retry(q.dev_name(), q.qpn, psn, RetryCause::Timeout);
+            e.sender.on_retransmit_timeout();
+        });
     }
 }
 
 impl TimerCallback<1> for QpShared {
     /// The RNR wait is over: resend from the PSN the responder could not take.
     fn timer_fired(this: &Self) {
-        this.resume(|s| s.on_rnr_timeout());
+        this.resume(|q, e| {
+            let psn = e.sender.unacked_psn().get();
+            trace::retry(q.dev_name(), q.qpn, psn, RetryCause::Rnr);
+            e.sender.on_rnr_timeout();
+        });
     }
 }
 
 impl TimerCallback<2> for QpShared {
     /// The transmit queue had no room: send the waiting responses.
     fn timer_fired(this: &Self) {
-        this.resume(|_| {});
+        this.resume(|_, _| {});
     }
 }

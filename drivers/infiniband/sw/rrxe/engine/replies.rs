@@ -33,10 +33,12 @@ use crate::mr::Need;
 use crate::net::PortCounter;
 use crate::odp::{Resume, FAULT_AHEAD};
 use crate::proto::{
+    aeth::Syndrome,
     psn::{Msn, Psn},
     rc::{AtomicReply, PathMtu, ReadReply, Reply},
 };
 use kernel::prelude::*;
+use kernel::rdma::trace;
 
 /// Response packets a QP sends per run (receive softirq, BH work or timer): NAPI's default
 /// weight, and the requester's budget. A 64 KiB READ at MTU 1024 leaves in one run; at 16
@@ -107,6 +109,9 @@ fn drop_from(q: &mut ReplyQueue, psn: Psn, mtu: PathMtu) {
 impl QpShared {
     /// Sends an acknowledgment, or queues it behind the responses before it.
     pub(super) fn reply_ack(&self, e: &mut Engine, r: Reply) {
+        if !matches!(r.syndrome, Syndrome::Ack(_)) {
+            trace::nak_sent(self.dev_name(), self.qpn, r.psn.get(), r.syndrome.encode());
+        }
         if e.replies.is_empty() {
             self.send_headers(e, &r.spec(e.dest_qpn, PKEY));
             return;

@@ -38,6 +38,7 @@ use crate::proto::{
 };
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
+use kernel::rdma::trace::{self, RetryCause};
 use kernel::sync::atomic::ordering::Relaxed;
 
 /// Copies of the send WQEs in flight: up to `SQ_SLOTS` slots (as many as the send queue
@@ -426,7 +427,7 @@ impl QpShared {
                 SendAction::StopRetransmitTimer => self.rto.stop(),
                 SendAction::ArmRnrTimer(t) => self.rnr.arm_after_us(self, t.micros()),
                 SendAction::EnterError => {
-                    self.enter_error(e, ev, "a send work request completed in error")
+                    self.enter_error(e, ev, c"a send work request completed in error")
                 }
             }
         }
@@ -450,12 +451,21 @@ impl QpShared {
         let Some(r) = Response::from_packet(pkt) else {
             return false;
         };
+        if !matches!(r.syndrome, Syndrome::Ack(_)) {
+            trace::nak_received(self.dev_name(), self.qpn, r.psn.get(), r.syndrome.encode());
+        }
         match r.syndrome {
             Syndrome::RnrNak(_) => self.stats(e).inc(PortCounter::RcvdRnrNaks),
             Syndrome::Nak(NakCode::PsnSequenceError) => {
                 self.stats(e).inc(PortCounter::RcvdSeqNaks);
                 // The requester goes back to the NAK's PSN.
                 self.stats(e).inc(PortCounter::CompleterRetries);
+                trace::retry(
+                    self.dev_name(),
+                    self.qpn,
+                    r.psn.get(),
+                    RetryCause::SequenceNak,
+                );
             }
             _ => {}
         }

@@ -43,7 +43,7 @@ impl QpShared {
                 }
                 Ok(None) => None,
                 Err(()) => {
-                    self.enter_error(e, ev, "the receive queue's ring is corrupt");
+                    self.enter_error(e, ev, c"the receive queue's ring is corrupt");
                     return false;
                 }
             }
@@ -245,7 +245,7 @@ impl QpShared {
             self.reply_ack(e, reply);
         }
         if out.fatal {
-            self.enter_error(e, ev, "the responder failed a request");
+            self.enter_error(e, ev, c"the responder failed a request");
         }
     }
 

@@ -22,7 +22,7 @@ use kernel::prelude::*;
 use kernel::rdma::{
     mr::AccessFlags,
     qp::{attr, QpAttrs, QpCaps, QpState},
-    BhGuard,
+    trace, BhGuard,
 };
 
 /// The wire core's name of a QP state.
@@ -167,6 +167,9 @@ impl QpShared {
                 .map_err(|_| EINVAL)?;
             merge(&mut e.attrs);
             e.attrs.state = Some(next);
+            if next != cur {
+                trace::qp_state(this.dev_name(), this.qpn, cur, next, c"modify_qp");
+            }
             let a = e.attrs;
             if a.mask & attr::TIMEOUT != 0 || e.timeout_us.is_none() {
                 e.timeout_us = local_ack_timeout_ns(a.timeout)
@@ -222,7 +225,7 @@ impl QpShared {
                 this.check_sq_drained(e, ev);
             }
             if fx.flush {
-                this.enter_error(e, ev, "modified to the error state");
+                this.enter_error(e, ev, c"modified to the error state");
             }
             Ok(())
         });

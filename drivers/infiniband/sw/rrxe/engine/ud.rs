@@ -257,7 +257,7 @@ impl QpShared {
             // No receive posted: a datagram is simply dropped.
             Ok(None) => return Placed::Dropped,
             Err(()) => {
-                self.enter_error(e, ev, "the receive queue's ring is corrupt");
+                self.enter_error(e, ev, c"the receive queue's ring is corrupt");
                 return Placed::Dropped;
             }
         };

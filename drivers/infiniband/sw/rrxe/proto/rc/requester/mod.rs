@@ -300,7 +300,6 @@ impl<const N: usize> Sender<N> {
     }
 
     /// Returns the oldest unacknowledged PSN.
-    #[cfg(rrxe_host)]
     pub fn unacked_psn(&self) -> Psn {
         self.una
     }
