@@ -3,11 +3,12 @@
 #
 # Writes the rrxe kernel patch series for a Linux 7.3 tree into DIR (default build/series),
 # as `git format-patch` output, one logical change per patch:
-#   1. rust: bindings: the RDMA, networking and crc32 headers       (patches/0001)
-#   2. rust: rdma: kernel::rdma with its helpers and Kconfig        (patches/0002-0004 + rust/)
-#   3. RDMA/rrxe: the driver, its Kconfig and Makefile              (patches/0005 + drivers/)
-#   4. Documentation: infiniband: the rrxe design page              (Documentation/rrxe.rst)
-#   5. MAINTAINERS: the rrxe and kernel::rdma entry
+#   1. RDMA/core: the software transport tracepoints                (patches/0006 + rdma_sw)
+#   2. rust: bindings: the RDMA, networking, crc32, rdma_sw headers (patches/0001)
+#   3. rust: rdma: kernel::rdma with its helpers and Kconfig        (patches/0002-0004 + rust/)
+#   4. RDMA/rrxe: the driver, its Kconfig and Makefile              (patches/0005 + drivers/)
+#   5. Documentation: infiniband: the rrxe design page              (Documentation/rrxe.rst)
+#   6. MAINTAINERS: the rrxe and kernel::rdma entry
 # The commits are made in a scratch git repository whose base holds the pristine 7.3.4
 # copies of every file the series modifies, so the `index` lines name the real blobs and
 # `git am` (3-way included) applies the series to a 7.3.4 tree.
@@ -85,6 +86,13 @@ commit() {
 }
 pf() { (cd "$REPO/patches" && ls $1); }
 
+commit "RDMA/core: add tracepoints for software RDMA transports" \
+"Queue pair state changes (with the reason), requester retries and the
+NAKs a QP sends and receives, for drivers that run the transport in
+software, named by the netdevice and the QP number, defined in ib_core
+with their entry points for Rust drivers." \
+	$(pf '0006-*.patch') -- include/trace/events/rdma_sw.h drivers/infiniband/core/sw_trace.c
+
 commit "rust: bindings: add RDMA, UDP tunnel, routing and crc32 headers" \
 "Expose ib_core, uverbs, ib_umem, rdma netlink, UDP tunnel, IPv4/IPv6
 routing, vmalloc and crc32 declarations to the kernel crate, and give the
@@ -132,7 +140,9 @@ awk -v who="$name <$email>" '
 		print "L:\trust-for-linux@vger.kernel.org"
 		print "S:\tMaintained"
 		print "F:\tDocumentation/infiniband/rrxe.rst"
+		print "F:\tdrivers/infiniband/core/sw_trace.c"
 		print "F:\tdrivers/infiniband/sw/rrxe/"
+		print "F:\tinclude/trace/events/rdma_sw.h"
 		print "F:\trust/helpers/rdma.c"
 		print "F:\trust/kernel/rdma/"
 		print ""
