@@ -86,6 +86,12 @@ pub(crate) unsafe extern "C" fn init<T: Driver>(c: *mut bindings::rdma_counter) 
 pub(crate) unsafe extern "C" fn alloc_stats<T: Driver>(
     _c: *mut bindings::rdma_counter,
 ) -> *mut bindings::rdma_hw_stats {
+    new_hw_stats::<T>()
+}
+
+/// Allocates the values of [`Driver::HW_STATS`] (`struct rdma_hw_stats`), for a port or a
+/// counter; null if out of memory. The core frees them.
+pub(crate) fn new_hw_stats<T: Driver>() -> *mut bindings::rdma_hw_stats {
     let n = c_int::try_from(T::HW_STATS.len()).unwrap_or(0);
     // SAFETY: `HW_STATS` is a static array of `n` descriptions with static names.
     unsafe {

@@ -593,15 +593,7 @@ impl<T: Driver> DeviceVTable<T> {
         _ib: *mut bindings::ib_device,
         _port: u32,
     ) -> *mut bindings::rdma_hw_stats {
-        let n = c_int::try_from(T::HW_STATS.len()).unwrap_or(0);
-        // SAFETY: `HW_STATS` is a static array of `n` descriptions with static names.
-        unsafe {
-            bindings::rdma_alloc_hw_stats_struct(
-                T::HW_STATS.as_ptr().cast(),
-                n,
-                bindings::RDMA_HW_STATS_DEFAULT_LIFESPAN as c_ulong,
-            )
-        }
+        counter::new_hw_stats::<T>()
     }
 
     /// # Safety
