@@ -39,6 +39,15 @@ const fn kmalloc_size<T>() -> usize {
     Layout::new::<T>().pad_to_align().size()
 }
 
+/// `Some(op)` if `on`: an optional entry of the table, set when the driver implements it.
+const fn when<F: Copy>(on: bool, op: F) -> Option<F> {
+    if on {
+        Some(op)
+    } else {
+        None
+    }
+}
+
 /// The operations table of driver `T` and its trampolines.
 pub(super) struct DeviceVTable<T: Driver>(PhantomData<T>);
 
@@ -63,23 +72,14 @@ impl<T: Driver> DeviceVTable<T> {
         get_port_immutable: Some(Self::get_port_immutable_callback),
         get_link_layer: Some(Self::get_link_layer_callback),
         query_pkey: Some(Self::query_pkey_callback),
-        modify_device: if T::HAS_MODIFY_DEVICE {
-            Some(Self::modify_device_callback)
-        } else {
-            None
-        },
-        modify_port: if T::HAS_MODIFY_PORT {
-            Some(Self::modify_port_callback)
-        } else {
-            None
-        },
+        modify_device: when(T::HAS_MODIFY_DEVICE, Self::modify_device_callback),
+        modify_port: when(T::HAS_MODIFY_PORT, Self::modify_port_callback),
         alloc_ucontext: Some(Self::alloc_ucontext_callback),
         dealloc_ucontext: Some(Self::dealloc_ucontext_callback),
-        disassociate_ucontext: if T::HAS_DISASSOCIATE_UCONTEXT {
-            Some(Self::disassociate_ucontext_callback)
-        } else {
-            None
-        },
+        disassociate_ucontext: when(
+            T::HAS_DISASSOCIATE_UCONTEXT,
+            Self::disassociate_ucontext_callback,
+        ),
         dealloc_driver: Some(Self::dealloc_driver_callback),
         alloc_pd: Some(Self::alloc_pd_callback),
         dealloc_pd: Some(Self::dealloc_pd_callback),
@@ -99,137 +99,41 @@ impl<T: Driver> DeviceVTable<T> {
         post_send: Some(Self::post_send_callback),
         post_recv: Some(Self::post_recv_callback),
         poll_cq: Some(Self::poll_cq_callback),
-        alloc_hw_port_stats: if Self::HW_STATS_OPS {
-            Some(Self::alloc_hw_port_stats_callback)
-        } else {
-            None
-        },
-        get_hw_stats: if Self::HW_STATS_OPS {
-            Some(Self::get_hw_stats_callback)
-        } else {
-            None
-        },
-        counter_init: if Self::COUNTER_OPS {
-            Some(counter::init::<T>)
-        } else {
-            None
-        },
-        counter_alloc_stats: if Self::COUNTER_OPS {
-            Some(counter::alloc_stats::<T>)
-        } else {
-            None
-        },
-        counter_bind_qp: if Self::COUNTER_OPS {
-            Some(counter::bind_qp::<T>)
-        } else {
-            None
-        },
-        counter_unbind_qp: if Self::COUNTER_OPS {
-            Some(counter::unbind_qp::<T>)
-        } else {
-            None
-        },
-        counter_update_stats: if Self::COUNTER_OPS {
-            Some(counter::update_stats::<T>)
-        } else {
-            None
-        },
-        counter_dealloc: if Self::COUNTER_OPS {
-            Some(counter::dealloc::<T>)
-        } else {
-            None
-        },
+        alloc_hw_port_stats: when(Self::HW_STATS_OPS, Self::alloc_hw_port_stats_callback),
+        get_hw_stats: when(Self::HW_STATS_OPS, Self::get_hw_stats_callback),
+        counter_init: when(Self::COUNTER_OPS, counter::init::<T>),
+        counter_alloc_stats: when(Self::COUNTER_OPS, counter::alloc_stats::<T>),
+        counter_bind_qp: when(Self::COUNTER_OPS, counter::bind_qp::<T>),
+        counter_unbind_qp: when(Self::COUNTER_OPS, counter::unbind_qp::<T>),
+        counter_update_stats: when(Self::COUNTER_OPS, counter::update_stats::<T>),
+        counter_dealloc: when(Self::COUNTER_OPS, counter::dealloc::<T>),
         size_rdma_counter: counter::size::<T>(),
         reg_user_mr: Some(Self::reg_user_mr_callback),
         get_dma_mr: Some(Self::get_dma_mr_callback),
         dereg_mr: Some(Self::dereg_mr_callback),
-        rereg_user_mr: if T::HAS_REREG_USER_MR {
-            Some(Self::rereg_user_mr_callback)
-        } else {
-            None
-        },
-        create_srq: if T::HAS_CREATE_SRQ {
-            Some(Self::create_srq_callback)
-        } else {
-            None
-        },
-        modify_srq: if T::HAS_CREATE_SRQ {
-            Some(Self::modify_srq_callback)
-        } else {
-            None
-        },
-        query_srq: if T::HAS_CREATE_SRQ {
-            Some(Self::query_srq_callback)
-        } else {
-            None
-        },
-        destroy_srq: if T::HAS_CREATE_SRQ {
-            Some(Self::destroy_srq_callback)
-        } else {
-            None
-        },
-        post_srq_recv: if T::HAS_CREATE_SRQ {
-            Some(Self::post_srq_recv_callback)
-        } else {
-            None
-        },
+        rereg_user_mr: when(T::HAS_REREG_USER_MR, Self::rereg_user_mr_callback),
+        create_srq: when(T::HAS_CREATE_SRQ, Self::create_srq_callback),
+        modify_srq: when(T::HAS_CREATE_SRQ, Self::modify_srq_callback),
+        query_srq: when(T::HAS_CREATE_SRQ, Self::query_srq_callback),
+        destroy_srq: when(T::HAS_CREATE_SRQ, Self::destroy_srq_callback),
+        post_srq_recv: when(T::HAS_CREATE_SRQ, Self::post_srq_recv_callback),
         size_ib_srq: kmalloc_size::<Srq<T>>(),
-        alloc_mr: if T::HAS_ALLOC_MR {
-            Some(Self::alloc_mr_callback)
-        } else {
-            None
-        },
-        map_mr_sg: if T::HAS_MAP_MR_SG {
-            Some(Self::map_mr_sg_callback)
-        } else {
-            None
-        },
-        advise_mr: if T::HAS_ADVISE_MR {
-            Some(Self::advise_mr_callback)
-        } else {
-            None
-        },
-        alloc_mw: if T::HAS_ALLOC_MW {
-            Some(Self::alloc_mw_callback)
-        } else {
-            None
-        },
-        dealloc_mw: if T::HAS_ALLOC_MW {
-            Some(Self::dealloc_mw_callback)
-        } else {
-            None
-        },
+        alloc_mr: when(T::HAS_ALLOC_MR, Self::alloc_mr_callback),
+        map_mr_sg: when(T::HAS_MAP_MR_SG, Self::map_mr_sg_callback),
+        advise_mr: when(T::HAS_ADVISE_MR, Self::advise_mr_callback),
+        alloc_mw: when(T::HAS_ALLOC_MW, Self::alloc_mw_callback),
+        dealloc_mw: when(T::HAS_ALLOC_MW, Self::dealloc_mw_callback),
         size_ib_mw: kmalloc_size::<Mw<T>>(),
-        attach_mcast: if T::HAS_ATTACH_MCAST {
-            Some(Self::attach_mcast_callback)
-        } else {
-            None
-        },
-        detach_mcast: if T::HAS_ATTACH_MCAST {
-            Some(Self::detach_mcast_callback)
-        } else {
-            None
-        },
+        attach_mcast: when(T::HAS_ATTACH_MCAST, Self::attach_mcast_callback),
+        detach_mcast: when(T::HAS_ATTACH_MCAST, Self::detach_mcast_callback),
         size_ib_qp: kmalloc_size::<Qp<T>>(),
         create_ah: Some(Self::create_ah_callback),
         create_user_ah: Some(Self::create_ah_callback),
         destroy_ah: Some(Self::destroy_ah_callback),
-        query_ah: if T::HAS_QUERY_AH {
-            Some(Self::query_ah_callback)
-        } else {
-            None
-        },
-        modify_ah: if T::HAS_MODIFY_AH {
-            Some(Self::modify_ah_callback)
-        } else {
-            None
-        },
+        query_ah: when(T::HAS_QUERY_AH, Self::query_ah_callback),
+        modify_ah: when(T::HAS_MODIFY_AH, Self::modify_ah_callback),
         size_ib_ah: kmalloc_size::<Ah<T>>(),
-        process_mad: if T::HAS_PROCESS_MAD {
-            Some(Self::process_mad_callback)
-        } else {
-            None
-        },
+        process_mad: when(T::HAS_PROCESS_MAD, Self::process_mad_callback),
         device_group: if T::SHOW_PARENT {
             optional::PARENT_GROUP.as_ptr()
         } else {
