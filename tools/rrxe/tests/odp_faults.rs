@@ -76,6 +76,7 @@ fn touches_names_what_an_in_sequence_request_writes() {
             va: 0x1000,
             rkey: 0x77,
             len: 1024,
+            left: 2048,
             atomic: false
         })
     );
@@ -86,6 +87,7 @@ fn touches_names_what_an_in_sequence_request_writes() {
             va: 0x1400,
             rkey: 0x77,
             len: 1024,
+            left: 1024,
             atomic: false
         })
     );
@@ -112,6 +114,7 @@ fn touches_names_what_an_in_sequence_request_writes() {
             va: 0x2008,
             rkey: 0x99,
             len: 8,
+            left: 8,
             atomic: true
         })
     );
@@ -124,6 +127,7 @@ fn touches_names_what_an_in_sequence_request_writes() {
             va: 0x2010,
             rkey: 0x99,
             len: 8,
+            left: 8,
             atomic: false
         })
     );

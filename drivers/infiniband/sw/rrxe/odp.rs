@@ -11,7 +11,10 @@
 //!
 //! - the responder refuses a SEND, RDMA WRITE or atomic whose target is not present with an
 //!   RNR NAK before accepting it (RC; a UC or UD packet is dropped, as a lost one): the
-//!   requester sends it again after the RNR wait, when the page is there;
+//!   requester sends it again after the RNR wait, when the page is there. The fault asks
+//!   for the rest of the message with it (up to [`FAULT_AHEAD`]: the RETH length left of an
+//!   RDMA WRITE, the rest of the receive buffer of a SEND), so that a long message is not
+//!   refused once per page;
 //! - READ responses whose pages are not present wait in the responder's queue; the fault
 //!   work resumes the QP once the pages are in;
 //! - the requester keeps a request whose payload is not present unsent and the fault work
@@ -23,9 +26,9 @@
 //! and the retry that follows asks again. The work resolves at most [`FAULT_BUDGET`] faults
 //! per run and re-queues itself.
 
+use crate::net::{PortCounter, Stats};
 use crate::fifo::Fifo;
 use crate::mr::MrInner;
-use crate::net::{PortCounter, Stats};
 use crate::Rrxe;
 use kernel::new_spinlock;
 use kernel::prelude::*;

@@ -24,7 +24,7 @@
 use super::QpShared;
 use crate::mr::{MrInner, Need};
 use crate::mw::BindRequest;
-use crate::odp::{Fault, Resume};
+use crate::odp::{Fault, Resume, FAULT_AHEAD};
 use crate::proto::target::AccessError;
 use crate::proto::uabi::{SgeList, SgeWalkError};
 use kernel::prelude::*;
@@ -97,6 +97,14 @@ impl Mem<'_> {
 /// Returns `addr + at`, if it does not wrap.
 fn offset(addr: u64, at: usize) -> Result<u64> {
     addr.checked_add(u64::try_from(at)?).ok_or(EINVAL)
+}
+
+/// Returns whether `need` writes the memory (an access that faults pages in for writing).
+fn is_write(need: Need) -> bool {
+    matches!(
+        need,
+        Need::LocalWrite | Need::RemoteWrite | Need::RemoteAtomic
+    )
 }
 
 /// Returns whether `need` is a local access (one named by a WQE's scatter list).
@@ -200,17 +208,62 @@ impl QpShared {
         need: Need,
         resume: Option<Resume>,
     ) -> bool {
-        let write = matches!(
-            need,
-            Need::LocalWrite | Need::RemoteWrite | Need::RemoteAtomic
-        );
+        self.ensure_present_ahead(key, va, len, len, need, resume)
+    }
+
+    /// [`Self::ensure_present`] for the `len` bytes at `va`, but the fault, if they are not
+    /// present, asks for the `ahead` bytes from `va` (at most [`FAULT_AHEAD`], and `len`
+    /// where `key` does not grant that many): the pages of a message's next packets come in
+    /// with its first fault instead of costing a refusal (an RNR NAK) each.
+    pub(super) fn ensure_present_ahead(
+        &self,
+        key: u32,
+        va: u64,
+        len: u32,
+        ahead: u32,
+        need: Need,
+        resume: Option<Resume>,
+    ) -> bool {
+        let write = is_write(need);
         let Ok(mem) = self.resolve(key, va, len, need) else {
             return true;
         };
         let Ok(n) = usize::try_from(len) else {
             return true;
         };
-        mem.is_present(0, n, write) || !self.request_fault(&mem, 0, n, write, resume)
+        if mem.is_present(0, n, write) {
+            return true;
+        }
+        let ahead = ahead.min(u32::try_from(FAULT_AHEAD).unwrap_or(u32::MAX));
+        if ahead > len {
+            if let (Ok(wide), Ok(w)) = (self.resolve(key, va, ahead, need), usize::try_from(ahead))
+            {
+                return !self.request_fault(&wide, 0, w, write, resume);
+            }
+        }
+        !self.request_fault(&mem, 0, n, write, resume)
+    }
+
+    /// Returns whether the first `len` bytes of a local scatter list at byte `offset` can be
+    /// copied now for `need` (see [`Mem::is_present`]), asking for nothing; a piece that does
+    /// not resolve counts as present (the access itself then fails).
+    pub(super) fn sges_present(
+        &self,
+        sges: SgeList<'_>,
+        offset: u32,
+        len: usize,
+        need: Need,
+    ) -> bool {
+        let write = is_write(need);
+        let mut present = true;
+        let _ = walk_sges(sges, offset, len, |va, lkey, r| {
+            let n = u32::try_from(r.len())?;
+            if let Ok(mem) = self.resolve(lkey, va, n, need) {
+                present &= mem.is_present(0, r.len(), write);
+            }
+            Ok(())
+        });
+        present
     }
 
     /// Checks the pieces of the first `len` bytes of a local scatter list at byte `offset`

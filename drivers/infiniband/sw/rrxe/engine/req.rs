@@ -25,9 +25,9 @@
 //! [`Transport::Uc`]: crate::proto::rc::Transport::Uc
 
 use super::{replies::TX_WAIT_US, xmit::PKEY, Engine, Events, QpShared, REWIND_WAIT, SQ_SLOTS};
+use crate::net::PortCounter;
 use crate::mr::Need;
 use crate::mw::BindRequest;
-use crate::net::PortCounter;
 use crate::odp::{Resume, FAULT_AHEAD};
 use crate::proto::{
     aeth::{NakCode, Syndrome},
@@ -536,12 +536,18 @@ impl QpShared {
         if self.rewind.cmpxchg(0, REWIND_WAIT, Relaxed).is_err() {
             return true;
         }
-        let asked =
-            !self.ensure_sges_present(sges, offset, len, Need::LocalWrite, Some(Resume::Rewind));
-        if !asked {
-            self.rewind.store(0, Relaxed);
+        if !self.ensure_sges_present(sges, offset, len, Need::LocalWrite, Some(Resume::Rewind)) {
+            return true;
         }
-        asked
+        if self.sges_present(sges, offset, len, Need::LocalWrite) {
+            // The pages came in between the copy and this check (on another CPU, the fault
+            // asked for when the WQE was posted): the response is dropped all the same, and
+            // the requester goes back at once.
+            self.resume_soon(true);
+            return true;
+        }
+        self.rewind.store(0, Relaxed);
+        false
     }
 
     /// Writes READ data or an atomic's original value into the local buffers of the send

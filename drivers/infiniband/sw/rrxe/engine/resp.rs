@@ -15,8 +15,9 @@
 //! [`Responder`]: crate::proto::rc::Responder
 
 use super::{Engine, Events, QpShared};
-use crate::mr::Need;
 use crate::net::PortCounter;
+use crate::mr::Need;
+use crate::odp::FAULT_AHEAD;
 use crate::proto::{
     aeth::{NakCode, Syndrome},
     opcode::QpType as WireQpType,
@@ -162,12 +163,22 @@ impl QpShared {
                 let (Some(w), Ok(len)) = (w, usize::try_from(len)) else {
                     return true;
                 };
-                self.ensure_sges_present(w.sges(), offset, len, Need::LocalWrite, None)
+                // The rest of the receive buffer comes in with the first fault: a long
+                // message's next packets are not refused one page at a time.
+                self.sges_present(w.sges(), offset, len, Need::LocalWrite)
+                    || self.ensure_sges_present(
+                        w.sges(),
+                        offset,
+                        len.max(FAULT_AHEAD),
+                        Need::LocalWrite,
+                        None,
+                    )
             }
             Some(Touches::Remote {
                 va,
                 rkey,
                 len,
+                left,
                 atomic,
             }) => {
                 let need = if atomic {
@@ -175,7 +186,7 @@ impl QpShared {
                 } else {
                     Need::RemoteWrite
                 };
-                self.ensure_present(rkey, va, len, need, None)
+                self.ensure_present_ahead(rkey, va, len, left, need, None)
             }
         }
     }

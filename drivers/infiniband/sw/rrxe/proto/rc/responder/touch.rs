@@ -33,6 +33,10 @@ pub enum Touches {
         rkey: u32,
         /// Bytes.
         len: u32,
+        /// Bytes of the message from `va` on (`len` and those of the packets still to
+        /// come: an RDMA WRITE's RETH length not yet written; `len` for an atomic), which
+        /// a fault may bring in together.
+        left: u32,
         /// A compare and swap or fetch and add.
         atomic: bool,
     },
@@ -63,11 +67,12 @@ impl<R: ResourceTable> Responder<R> {
             }),
             Op::Write if len == 0 => None,
             Op::Write if info.is_first() => {
-                let (va, rkey, _) = req.reth?;
+                let (va, rkey, dma_len) = req.reth?;
                 Some(Touches::Remote {
                     va,
                     rkey,
                     len,
+                    left: dma_len.max(len),
                     atomic: false,
                 })
             }
@@ -75,6 +80,7 @@ impl<R: ResourceTable> Responder<R> {
                 va: self.write_va,
                 rkey: self.write_rkey,
                 len,
+                left: self.write_left.max(len),
                 atomic: false,
             }),
             Op::CompareSwap | Op::FetchAdd => {
@@ -83,6 +89,7 @@ impl<R: ResourceTable> Responder<R> {
                     va: a.va,
                     rkey: a.rkey,
                     len: 8,
+                    left: 8,
                     atomic: true,
                 })
             }
@@ -92,6 +99,7 @@ impl<R: ResourceTable> Responder<R> {
                     va,
                     rkey,
                     len: 8,
+                    left: 8,
                     atomic: false,
                 })
             }
