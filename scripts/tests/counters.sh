@@ -10,6 +10,13 @@
 #  - counters_port_exact: the port's rdma_sends and rdma_recvs (sysfs: the port's own plus
 #    every counter's, running or gone) grew by exactly the 2 x N messages of the pingpong
 #    (a QP's events counted in its counter and on the port, or in neither, would not add up);
+#  - counters_qp_error: a QP's error in its own counter. rc_rnr (tools/testing/rrxe: a SEND
+#    to a QP with no receive posted, rnr_retry 1) between two processes on this device, in
+#    auto mode by process and type (`auto pid,type on`), each holding its QP once the
+#    outcome is known: the client's QP is in state
+#    ERR (`rdma resource show qp`), its counter (its process's, holding that QP alone) reads
+#    retry_rnr_exceeded_err 1 and rcvd_rnr_err 2 (the first try and its one retry refused),
+#    and the server's counter send_rnr_err 2 and retry_rnr_exceeded_err 0;
 #  - counters_manual_bind: with auto off, `rdma statistic qp bind ... lqpn Q` makes a counter
 #    for one QP of a running pingpong, whose rdma_sends grows;
 #  - counters_rebind_refused: binding that QP again is refused (the core frees the new
@@ -109,6 +116,45 @@ if [ $src = 0 ] && [ $crc = 0 ] && [ $ds = $((2 * N)) ] && [ $dr = $((2 * N)) ];
 else
 	bad counters_port_exact "rdma_sends +$ds, rdma_recvs +$dr for 2 x $N messages"
 fi
+
+# A QP's error in its counter: auto mode by process and type, so that each rc_rnr side's QP
+# has a counter of its own; both sides hold their QPs for 20 s after the outcome.
+rdma statistic qp set link "$L" auto pid,type on || bad counters_qp_error "auto pid,type refused"
+PORT=$((PORT + 1))
+rc_rnr server -d "$DEV" -g "$GID" -p $PORT -r 1 -H 20 >/tmp/rnr-srv 2>&1 &
+SRV=$!
+wait_listen $PORT 30 $SRV || die "rc_rnr server did not listen"
+rc_rnr client -d "$DEV" -g "$GID" -p $PORT -r 1 -H 20 "$RRXE_IP" >/tmp/rnr-cli 2>&1 &
+CLI=$!
+for i in $(seq 150); do
+	grep -q holding /tmp/rnr-srv && grep -q holding /tmp/rnr-cli && break
+	sleep 0.2
+done
+cat /tmp/rnr-srv /tmp/rnr-cli | sed 's/^/   /'
+cq=$(grep -o 'holding QP 0x[0-9a-f]*' /tmp/rnr-cli | grep -o '0x.*')
+sq=$(grep -o 'holding QP 0x[0-9a-f]*' /tmp/rnr-srv | grep -o '0x.*')
+# qp_counter QPN NAME: NAME in the counter of QP QPN, if that counter holds QPN alone.
+qp_counter() {
+	local out
+	out=$(rdma statistic qp show link "$L" lqpn $(($1)) 2>&1)
+	[ "$(echo "$out" | grep -o 'LQPN[^>]*>\?' | grep -o '[0-9][0-9]*' | tr '\n' ' ')" = "$(($1)) " ] ||
+		return 0
+	echo "$out" | grep -o " $2 [0-9]*" | head -1 | cut -d' ' -f3
+}
+if [ -n "$cq" ] && [ -n "$sq" ]; then
+	qp_stats | sed 's/^/   stat: /'
+	state=$(rdma resource show qp link "$L" lqpn $((cq)) 2>&1 | grep -o ' state [A-Z]*' | head -1 | cut -d' ' -f3)
+	ce=$(qp_counter "$cq" retry_rnr_exceeded_err) cr=$(qp_counter "$cq" rcvd_rnr_err)
+	ss=$(qp_counter "$sq" send_rnr_err) se=$(qp_counter "$sq" retry_rnr_exceeded_err)
+	if [ "$state" = ERR ] && [ "$ce" = 1 ] && [ "$cr" = 2 ] && [ "$ss" = 2 ] && [ "$se" = 0 ]; then
+		ok counters_qp_error "(client QP $cq in ERR: retry_rnr_exceeded_err $ce, rcvd_rnr_err $cr; server QP $sq: send_rnr_err $ss)"
+	else
+		bad counters_qp_error "client QP $cq state '$state', retry_rnr_exceeded_err '$ce', rcvd_rnr_err '$cr'; server QP $sq send_rnr_err '$ss', retry_rnr_exceeded_err '$se'"
+	fi
+else
+	bad counters_qp_error "rc_rnr did not reach its outcome (client QP '$cq', server QP '$sq')"
+fi
+stop_pingpong
 
 # Manual mode: a counter per bind.
 rdma statistic qp set link "$L" auto off || bad counters_manual_bind "auto off refused"

@@ -20,6 +20,11 @@
 # checksum errors of /proc/net/snmp: a flipped bit is caught by the first check that covers
 # it). Default for loss: retransmits. Judged only with rrxe on both guests.
 #
+# With loss (PFX loss) and rrxe on both guests, each guest records the transport's retry
+# tracepoint (rdma_sw:rdma_sw_retry) all along: <PFX>_retries_traced checks that each guest
+# traced exactly as many retries for a timeout or a sequence NAK as its completer_retry_err
+# counter counted, and more than none in all.
+#
 # Guest a prints RRXE-TEST <PFX>_netem (the qdisc is in place on each impaired guest),
 # <PFX>_<op>_<size> per run, <PFX>_seen (each of NETEM_SEEN is above 0), and
 # <PFX>_packets_dropped (netem did drop some; only when NETEM loses packets). Both print
@@ -98,6 +103,11 @@ else
 	fi
 fi
 log "$RRXE_NAME: $DEV, GID index $GID"
+TR=/sys/kernel/tracing TRACED=
+if [ "$PFX" = loss ] && [ "$LOSS_A$LOSS_B" = rrxerrxe ]; then
+	{ [ -d $TR/events ] || mount -t tracefs nodev $TR; } &&
+		echo 1 >$TR/events/rdma_sw/rdma_sw_retry/enable && echo >$TR/trace && TRACED=1
+fi
 
 XFER_TIMEOUT=${LOSS_TIMEOUT:-150}
 xfer_pair "${PFX}_send_65536" 18601 -s 65536 -n 10 -S 3 || FAILED=1
@@ -108,6 +118,12 @@ counters
 if [ "$RRXE_NAME" = b ] || [ "$NETEM_BOTH" = 1 ]; then tc -s qdisc show dev eth0; fi
 if [ "$LOSS_A$LOSS_B" = rrxerrxe ]; then
 	mine=$(seen_values)
+	if [ -n "$TRACED" ]; then
+		echo 0 >$TR/events/rdma_sw/rdma_sw_retry/enable
+		grep rdma_sw_retry: $TR/trace | tail -5 | sed 's/^/   trace: /'
+		mine="$mine traced=$(grep -c 'rdma_sw_retry:.*cause=\(timeout\|sequence NAK\)' $TR/trace)"
+		mine="$mine counted=$(cat /sys/class/infiniband/$DEV/ports/1/hw_counters/completer_retry_err)"
+	fi
 	log "$RRXE_NAME: $mine"
 	if [ "$RRXE_NAME" = b ]; then
 		tell_peer $((CTL + 2)) "$mine" || die "cannot reach guest a"
@@ -124,6 +140,18 @@ if [ "$LOSS_A$LOSS_B" = rrxerrxe ]; then
 		done
 		if [ -z "$why" ]; then ok "${PFX}_seen" "a: $mine; b: $theirs"
 		else bad "${PFX}_seen" "the impairment left no trace:$why"; fi
+		if [ "$PFX" = loss ]; then
+			# field STRING NAME: NAME's value in a "name=value ..." string.
+			field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+			ta=$(field "$mine" traced) ca=$(field "$mine" counted)
+			tb=$(field "$theirs" traced) cb=$(field "$theirs" counted)
+			if [ -n "$ta" ] && [ "$ta" = "$ca" ] && [ -n "$tb" ] && [ "$tb" = "$cb" ] &&
+				[ $((ta + tb)) -gt 0 ]; then
+				ok "${PFX}_retries_traced" "(a: $ta traced, $ca counted; b: $tb traced, $cb counted)"
+			else
+				bad "${PFX}_retries_traced" "a: '$ta' traced, '$ca' counted; b: '$tb' traced, '$cb' counted"
+			fi
+		fi
 	fi
 fi
 case " $NETEM " in *" loss "*) ;; *) exit $FAILED ;; esac

@@ -14,7 +14,7 @@
 #    wait is over, cause "RNR wait"); then the SEND completes with RNR_RETRY_EXC_ERR:
 #    trace_qp_state_send_error;
 #  - trace_off_silent: with the events disabled, case 4 again leaves no rdma_sw line.
-# (Retries on a timeout or a sequence NAK need a lossy wire: the loss groups count them.)
+# (Retries on a timeout or a sequence NAK need a lossy wire: loss.sh traces them, loss_retries_traced.)
 . /usr/local/lib/rrxe/lib.sh
 
 FAILED=0

@@ -15,6 +15,10 @@
  *    most); the client (use -r 7: retry for ever) must complete its SEND with
  *    IBV_WC_SUCCESS, and the server must get one receive completion of -s bytes with the
  *    sent data (every byte checked).
+ *  - -H SECS: each side keeps its QP (in the error state, for the client of the negative
+ *    mode) for SECS seconds once the outcome is known, before destroying anything, and says
+ *    so ("holding QP 0x..."), so that what the device reports about it (`rdma resource show
+ *    qp`, `rdma statistic qp show`) can be read.
  *
  * QP numbers, PSNs and GIDs are exchanged over TCP as ibv_rc_pingpong does ("LID:QPN:PSN:
  * GID" text, the client connects to the server's port -p, default 18520); the connection
@@ -23,7 +27,7 @@
  * Exit status 0 only if the outcome is the expected one.
  *
  * Usage: rc_rnr server|client -d DEV -g GIDIDX [-p PORT] [-r RNR_RETRY] [-t MIN_RNR_TIMER]
- *               [-s SIZE] [-w MSEC] [-W COUNTER_FILE] [-P] [SERVER_ADDRESS (client)]
+ *               [-s SIZE] [-w MSEC] [-W COUNTER_FILE] [-P] [-H SECS] [SERVER_ADDRESS (client)]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -90,7 +94,7 @@ static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s server|client -d DEV -g GIDIDX [-p PORT] [-r RNR_RETRY] [-t MIN_RNR_TIMER]\n"
-		"          [-s SIZE] [-w MSEC] [-W COUNTER_FILE] [-P] [SERVER_ADDRESS (client)]\n",
+		"          [-s SIZE] [-w MSEC] [-W COUNTER_FILE] [-P] [-H SECS] [SERVER_ADDRESS (client)]\n",
 		argv0);
 	exit(2);
 }
@@ -99,7 +103,7 @@ int main(int argc, char **argv)
 {
 	const char *devname = NULL, *server = NULL, *port = "18520", *counter = NULL;
 	int gid_index = -1, rnr_retry = 1, min_rnr_timer = 1, positive = 0, is_server, opt;
-	unsigned int size = 64, wait_ms = 200;
+	unsigned int size = 64, wait_ms = 200, hold_s = 0;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
@@ -121,7 +125,7 @@ int main(int argc, char **argv)
 	else
 		usage(argv[0]);
 	optind = 2;
-	while ((opt = getopt(argc, argv, "d:g:p:r:t:s:w:W:P")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:r:t:s:w:W:PH:")) != -1) {
 		switch (opt) {
 		case 'd': devname = optarg; break;
 		case 'g': gid_index = atoi(optarg); break;
@@ -132,6 +136,7 @@ int main(int argc, char **argv)
 		case 'w': wait_ms = strtoul(optarg, NULL, 0); break;
 		case 'P': positive = 1; break;
 		case 'W': counter = optarg; break;
+		case 'H': hold_s = strtoul(optarg, NULL, 0); break;
 		default: usage(argv[0]);
 		}
 	}
@@ -358,6 +363,12 @@ int main(int argc, char **argv)
 			fprintf(stderr, "Couldn't tell the server\n");
 	}
 	close(sock);
+	if (hold_s) {
+		printf("%s: holding QP 0x%06x for %u s\n", is_server ? "server" : "client", me.qpn,
+		       hold_s);
+		fflush(stdout);
+		sleep(hold_s);
+	}
 
 	if (ibv_destroy_qp(qp) || ibv_destroy_cq(cq) || ibv_dereg_mr(mr) || ibv_dealloc_pd(pd) ||
 	    ibv_close_device(ctx)) {
