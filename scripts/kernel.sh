@@ -20,13 +20,20 @@ FORCE_FULL=${1:-}
 overlay() {
 	# New files: copied only when their content differs, so make sees no change otherwise.
 	mkdir -p "$KSRC/rust/kernel/rdma" "$KSRC/drivers/infiniband/sw/rrxe"
-	rsync -rc --delete "$REPO/rust/kernel/rdma/" "$KSRC/rust/kernel/rdma/"
+	# A Rust file added or removed is in no dependency list make has (rustc lists the files
+	# it read): the crate's root is touched so that the crate is built again.
+	local changes
+	changes=$(rsync -rc --delete --itemize-changes "$REPO/rust/kernel/rdma/" "$KSRC/rust/kernel/rdma/")
+	if grep -qE '^(\*deleting|>f\+)' <<<"$changes"; then touch "$KSRC/rust/kernel/lib.rs"; fi
 	rsync -c "$REPO/rust/helpers/rdma.c" "$KSRC/rust/helpers/rdma.c"
 	# The software transport tracepoints (in ib_core, built in as the kernel crate is).
 	rsync -c "$REPO/include/trace/events/rdma_sw.h" "$KSRC/include/trace/events/rdma_sw.h"
 	rsync -c "$REPO/drivers/infiniband/core/sw_trace.c" "$KSRC/drivers/infiniband/core/sw_trace.c"
-	rsync -rc --delete --exclude='*.o' --exclude='*.ko' --exclude='.*' \
-		"$REPO/drivers/infiniband/sw/rrxe/" "$KSRC/drivers/infiniband/sw/rrxe/"
+	changes=$(rsync -rc --delete --itemize-changes --exclude='*.o' --exclude='*.ko' --exclude='.*' \
+		"$REPO/drivers/infiniband/sw/rrxe/" "$KSRC/drivers/infiniband/sw/rrxe/")
+	if grep -qE '^(\*deleting|>f\+)' <<<"$changes"; then
+		touch "$KSRC/drivers/infiniband/sw/rrxe/rdma_rrxe.rs"
+	fi
 
 	# Patch series: every touched file is rebuilt from its pristine copy, then installed
 	# only if the result differs from what the tree has.

@@ -26,7 +26,7 @@
 //! and the retry that follows asks again. The work resolves at most [`FAULT_BUDGET`] faults
 //! per run and re-queues itself.
 
-use crate::net::{PortCounter, Stats};
+use crate::counters::{PortCounter, Stats};
 use crate::fifo::Fifo;
 use crate::mr::MrInner;
 use crate::Rrxe;

@@ -4,9 +4,9 @@
 //! on modify (the spec's transition table through the core, then what this device supports),
 //! query and destroy. The data path is [`crate::engine`].
 
+use crate::counters::Stats;
 use crate::engine::{QpSetup, QpShared, Queue};
 use crate::mr::RrxeMr;
-use crate::net::Stats;
 use crate::params::{self, Charge};
 use crate::proto::bth::Qpn;
 use crate::proto::opcode::QpType as WireQpType;

@@ -15,10 +15,13 @@
 //! - `pd.rs`: protection domains.
 //! - `cq.rs`: completion queues.
 //! - `ah.rs`: address handles (checked address vectors, numbered for the user ABI).
-//! - `mr.rs`: memory regions: pinned and on-demand paging user memory, and their keys.
+//! - `mr/`: memory regions and their keys: the data path's checks and copies (`mod.rs`),
+//!   user regions, pinned or on-demand paging (`user.rs`), fast-registration regions
+//!   (`fast.rs`), the verbs (`verbs.rs`).
 //! - `odp.rs`: page faults of on-demand paging regions, resolved in process context.
 //! - `net.rs`: the receive path (UDP port 4791): attribution, parsing, ICRC, dispatch to the
-//!   QP, port counters.
+//!   QP.
+//! - `counters.rs`: the port counters and per-QP counters (one `Stats` type).
 //! - `qp.rs`: queue pairs: creation, attribute checks, modify, query, destroy.
 //! - `srq.rs`: shared receive queues: the verbs, and the dequeue the responders of the QPs
 //!   attached to one share.
@@ -53,6 +56,7 @@ use kernel::rdma::{
 #[macro_use]
 mod dbg;
 mod ah;
+mod counters;
 mod cq;
 mod device;
 mod engine;
@@ -74,6 +78,7 @@ mod rc_kunit;
 mod srq;
 mod wire;
 
+use counters::PortCounter;
 use device::Rrxe;
 
 module! {
@@ -143,7 +148,7 @@ impl netdev::Notifier for Rrxe {
             ),
             // As rdma_rxe counts it (the core reports the port event itself).
             netdev::Event::Down | netdev::Event::Change if !ndev.is_active() => {
-                dev.data().shared.stats.inc(net::PortCounter::LinkDowned)
+                dev.data().shared.stats.inc(PortCounter::LinkDowned)
             }
             _ => {}
         }

@@ -13,10 +13,10 @@ mod verbs;
 pub(crate) use shared::DevShared;
 
 use crate::ah::MAX_AH;
+use crate::counters::Stats;
 use crate::engine::QpShared;
 use crate::mcast::{FilterChange, McastGroups, Members};
 use crate::mr::MrInner;
-use crate::net::Stats;
 use crate::params::{self, Counter};
 use kernel::prelude::*;
 use kernel::rdma::{

@@ -5,8 +5,8 @@
 //! handles up in.
 
 use super::Rrxe;
+use crate::counters::Stats;
 use crate::mr::MrInner;
-use crate::net::Stats;
 use kernel::prelude::*;
 use kernel::rdma::{
     bhwork::{BhWork, BhWorkCallback},

@@ -8,10 +8,10 @@
 
 use super::{check_port, Rrxe, RrxeDev, RrxeUContext, RXE_UVERBS_ABI_VERSION};
 use crate::ah::{RrxeAh, MAX_AH};
+use crate::counters::{Stats, HW_STATS};
 use crate::cq::RrxeCq;
 use crate::mr::RrxeMr;
 use crate::mw::RrxeMw;
-use crate::net::{Stats, HW_STATS};
 use crate::params;
 use crate::pd::RrxePd;
 use crate::proto::pma;
@@ -416,7 +416,7 @@ impl Driver for Rrxe {
     fn dereg_mr(mr: &Mr<Self>) -> Result {
         // The region's device is the one of its PD; the core passes only the region, whose
         // data knows its key.
-        RrxeMr::dereg(mr, mr.device().data())
+        RrxeMr::dereg(mr)
     }
 
     fn rereg_user_mr(mr: &Mr<Self>, change: &MrRereg<'_, Self>) -> Result {

@@ -8,8 +8,8 @@
 //! and everything posted with [`WcStatus::WrFlushErr`], after the completions already due.
 
 use super::{Engine, Events, QpShared, WQE_BUDGET};
+use crate::counters::PortCounter;
 use crate::cq::RecvOrigin;
-use crate::net::PortCounter;
 use crate::proto::rc::{responder::RecvCompletion, SendAction, WcStatus};
 use crate::proto::uabi::{Completion, SendOp, WcEx};
 use kernel::prelude::*;

@@ -22,7 +22,7 @@
 //! piece is resolved on its own.
 
 use super::QpShared;
-use crate::mr::{MrInner, Need};
+use crate::mr::{MrInner, Need, LOCAL_DMA_LKEY};
 use crate::mw::BindRequest;
 use crate::odp::{Fault, Resume, FAULT_AHEAD};
 use crate::proto::target::AccessError;
@@ -30,9 +30,6 @@ use crate::proto::uabi::{SgeList, SgeWalkError};
 use kernel::prelude::*;
 use kernel::rdma::wr::KernelDma;
 use kernel::sync::Arc;
-
-/// The device's `local_dma_lkey`: in a kernel consumer's SGE, a kernel (DMA) address.
-pub(crate) const LOCAL_DMA_LKEY: u32 = 0;
 
 /// Memory a key names, checked for one access of a given length.
 pub(super) enum Mem<'a> {

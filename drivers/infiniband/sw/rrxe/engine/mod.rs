@@ -60,10 +60,8 @@ mod xmit;
 
 pub(crate) use wq::{write_sges, KernelRing, Queue, RecvCopy};
 
-pub(crate) use mem::LOCAL_DMA_LKEY;
-
+use crate::counters::Stats;
 use crate::device::DevShared;
-use crate::net::Stats;
 use crate::params;
 use crate::proto::{
     bth::Qpn,
@@ -553,7 +551,8 @@ impl TimerCallback<0> for QpShared {
     /// The local ACK timeout expired: go back to the oldest unacknowledged PSN.
     fn timer_fired(this: &Self) {
         this.resume(|q, e| {
-            q.stats(e).inc(crate::net::PortCounter::CompleterRetries);
+            q.stats(e)
+                .inc(crate::counters::PortCounter::CompleterRetries);
             let psn = e.sender.unacked_psn().get();
             trace::retry(q.dev_name(), q.qpn, psn, RetryCause::Timeout);
             e.sender.on_retransmit_timeout();

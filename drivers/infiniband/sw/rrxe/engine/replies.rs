@@ -28,9 +28,9 @@
 //! responses, and the requester's retry then draws the NAK.
 
 use super::{mem::Mem, path_mtu, xmit::PKEY, Engine, QpShared};
+use crate::counters::PortCounter;
 use crate::fifo::Fifo;
 use crate::mr::Need;
-use crate::net::PortCounter;
 use crate::odp::{Resume, FAULT_AHEAD};
 use crate::proto::{
     aeth::Syndrome,

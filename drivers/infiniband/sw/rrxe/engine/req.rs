@@ -25,7 +25,7 @@
 //! [`Transport::Uc`]: crate::proto::rc::Transport::Uc
 
 use super::{replies::TX_WAIT_US, xmit::PKEY, Engine, Events, QpShared, REWIND_WAIT, SQ_SLOTS};
-use crate::net::PortCounter;
+use crate::counters::PortCounter;
 use crate::mr::Need;
 use crate::mw::BindRequest;
 use crate::odp::{Resume, FAULT_AHEAD};

@@ -15,7 +15,7 @@
 //! [`Responder`]: crate::proto::rc::Responder
 
 use super::{Engine, Events, QpShared};
-use crate::net::PortCounter;
+use crate::counters::PortCounter;
 use crate::mr::Need;
 use crate::odp::FAULT_AHEAD;
 use crate::proto::{

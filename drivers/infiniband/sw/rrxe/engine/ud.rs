@@ -13,9 +13,9 @@ use super::{
     xmit::{Path, PKEY},
     Engine, Events, QpShared, WQE_BUDGET,
 };
+use crate::counters::PortCounter;
 use crate::cq::RecvOrigin;
 use crate::mr::Need;
-use crate::net::PortCounter;
 use crate::odp::Resume;
 use crate::proto::{
     bth::{BthFields, Qpn},

@@ -11,7 +11,7 @@
 //! transport recovers it).
 
 use super::{Engine, QpShared};
-use crate::net::PortCounter;
+use crate::counters::PortCounter;
 use crate::proto::{
     icrc::{self, IpHdr, UDP_LEN},
     ip::{self, IpParams},
