@@ -26,9 +26,11 @@
 //!
 //! C header: [`include/linux/dynamic_debug.h`](srctree/include/linux/dynamic_debug.h)
 
+#[cfg(CONFIG_DYNAMIC_DEBUG)]
+use crate::str::CStrExt;
 use crate::{
     bindings,
-    str::{as_char_ptr_in_const_context, CStr, CStrExt},
+    str::{as_char_ptr_in_const_context, CStr},
     types::Opaque,
 };
 
@@ -115,6 +117,7 @@ impl Site {
     /// ask for: module, function, line, thread), the site's module name first.
     #[doc(hidden)]
     #[cold]
+    #[cfg(CONFIG_DYNAMIC_DEBUG)]
     pub fn print(&'static self, args: core::fmt::Arguments<'_>) {
         // SAFETY: The descriptor is valid and `'static`, registered with dynamic debug or not
         // (it then only prints); `modname` is never written after `new`, and is a `'static` C

@@ -39,6 +39,7 @@ impl<T> Fifo<T> {
     }
 
     /// Returns how many values are queued.
+    #[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
     pub(crate) fn len(&self) -> usize {
         self.len
     }
@@ -120,6 +121,7 @@ impl<T> Fifo<T> {
     }
 }
 
+#[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
 #[kunit_tests(rrxe_fifo)]
 mod tests {
     use super::Fifo;

@@ -141,6 +141,7 @@ impl Counter {
     }
 
     /// Objects in use.
+    #[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
     pub(crate) fn used(&self) -> u32 {
         self.used.load(Relaxed)
     }
@@ -155,6 +156,7 @@ impl Drop for Charge {
     }
 }
 
+#[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
 #[kunit_tests(rrxe_params)]
 mod tests {
     use super::*;

@@ -62,6 +62,7 @@ impl SharedQueue {
     }
 
     /// Allocates a queue that is not mapped to userspace (the queue tests).
+    #[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
     pub(crate) fn new_kernel(geo: QueueGeometry) -> Result<Self> {
         Self::init(SharedBuffer::new(geo.buf_len())?, geo)
     }
@@ -211,6 +212,7 @@ pub(crate) fn move_waiting(
 /// Bytes a resize copies at a time (slots are copied in pieces of this size, on the stack).
 const COPY_CHUNK: usize = 128;
 
+#[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
 #[kunit_tests(rrxe_queue)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 
 use kernel::prelude::*;
 
+#[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
 #[kunit_tests(rrxe_rc)]
 mod tests {
     // Frames are built and cut at fixed offsets; a test that slices wrongly fails loudly.

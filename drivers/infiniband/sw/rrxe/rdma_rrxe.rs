@@ -74,6 +74,7 @@ mod pd;
 mod proto;
 mod qp;
 mod queue;
+#[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
 mod rc_kunit;
 mod srq;
 mod wire;

@@ -6,6 +6,7 @@
 //! kernel's `crc32_le`, which KUnit cross-checks here against the wire core's own table
 //! implementation (the one the host tests and the capture decoder use).
 
+#[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
 use kernel::prelude::*;
 
 /// The kernel's `crc32_le`, as the wire core's [`crate::proto::icrc::Crc32`].
@@ -13,6 +14,7 @@ pub(crate) fn kernel_crc32(seed: u32, data: &[u8]) -> u32 {
     kernel::rdma::crc32_le(seed, data)
 }
 
+#[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
 #[kunit_tests(rrxe_wire)]
 mod tests {
     // Frames are built and cut at fixed offsets; a test that slices wrongly fails loudly.

@@ -9,7 +9,6 @@ use super::Driver;
 use crate::{
     bindings,
     container_of,
-    error::to_result,
     prelude::*,
     str::CStrExt,
     types::Opaque, //
@@ -61,7 +60,7 @@ impl<T: Driver> DriverRegistration<T> {
                         notifier_call: Some(Self::module_callback),
                         ..pin_init::zeroed()
                     });
-                    to_result(bindings::register_module_notifier(nb))?;
+                    register_notifier(nb)?;
                 }
                 // A conflicting module that came before the notifier was registered is in the
                 // module kset already (sysfs is set up before a module's notifier runs).
@@ -73,7 +72,7 @@ impl<T: Driver> DriverRegistration<T> {
                         name.to_str().unwrap_or("?")
                     );
                     // SAFETY: Registered just above.
-                    unsafe { bindings::unregister_module_notifier(nb) };
+                    unsafe { unregister_notifier(nb) };
                     return Err(EBUSY);
                 }
                 Ok(())
@@ -117,6 +116,40 @@ impl<T: Driver> DriverRegistration<T> {
     }
 }
 
+/// Registers `nb` as a module notifier. Without `CONFIG_MODULES` no module is ever loaded
+/// after this one: there is nothing to watch, and nothing is registered.
+///
+/// # Safety
+///
+/// `nb` is a valid, pinned notifier block that stays valid until [`unregister_notifier`].
+unsafe fn register_notifier(nb: *mut bindings::notifier_block) -> Result {
+    #[cfg(CONFIG_MODULES)]
+    {
+        // SAFETY: By the function's safety requirements.
+        crate::error::to_result(unsafe { bindings::register_module_notifier(nb) })
+    }
+    #[cfg(not(CONFIG_MODULES))]
+    {
+        let _ = nb;
+        Ok(())
+    }
+}
+
+/// Undoes [`register_notifier`].
+///
+/// # Safety
+///
+/// `nb` was registered by [`register_notifier`] and not unregistered since.
+unsafe fn unregister_notifier(nb: *mut bindings::notifier_block) {
+    #[cfg(CONFIG_MODULES)]
+    {
+        // SAFETY: By the function's safety requirements.
+        unsafe { bindings::unregister_module_notifier(nb) };
+    }
+    #[cfg(not(CONFIG_MODULES))]
+    let _ = nb;
+}
+
 /// Returns whether a module named `name` is loaded, by looking it up in the module kset of
 /// `this` (null for built-in code, which cannot look).
 fn module_loaded(this: *mut bindings::module, name: &CStr) -> bool {
@@ -142,6 +175,6 @@ impl<T: Driver> PinnedDrop for DriverRegistration<T> {
         // module exclusion above, every device with this id belongs to `T`.
         unsafe { bindings::ib_unregister_driver(T::DRIVER_ID.0) };
         // SAFETY: By the type invariant `nb` is registered.
-        unsafe { bindings::unregister_module_notifier(self.nb.get()) };
+        unsafe { unregister_notifier(self.nb.get()) };
     }
 }

@@ -234,6 +234,7 @@ impl<T: Unpin> core::ops::DerefMut for BhLocked<'_, T> {
     }
 }
 
+#[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
 #[kunit_tests(rrxe_mr)]
 mod tests {
     use crate::proto::target::{rights, Access, AccessError, Region};

@@ -33,7 +33,7 @@ mod wire;
 
 pub mod aeth;
 pub mod bth;
-#[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
+#[cfg(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST))]
 pub mod crc32;
 pub mod ext;
 pub mod icrc;

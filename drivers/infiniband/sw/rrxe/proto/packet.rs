@@ -247,10 +247,16 @@ pub struct PacketSpec<'a> {
     pub atomic_ack_eth: Option<AtomicAckEthFields>,
     /// Payload, without pad.
     // Read by `build()` only: the module's data path writes the payload in place.
-    #[cfg_attr(not(any(rrxe_host, CONFIG_KUNIT = "y")), allow(dead_code))]
+    #[cfg_attr(
+        not(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)),
+        allow(dead_code)
+    )]
     pub payload: &'a [u8],
     /// Pad bytes to use; missing ones are zero, extra ones ignored.
-    #[cfg_attr(not(any(rrxe_host, CONFIG_KUNIT = "y")), allow(dead_code))]
+    #[cfg_attr(
+        not(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)),
+        allow(dead_code)
+    )]
     pub pad: &'a [u8],
 }
 
@@ -284,7 +290,7 @@ fn put<'o>(out: &'o mut [u8], data: &[u8]) -> Result<&'o mut [u8], BufferTooSmal
 ///
 /// The BTH pad count is set from the payload length. Compute the ICRC afterwards with
 /// [`super::icrc::generate`].
-#[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
+#[cfg(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST))]
 pub fn build(spec: &PacketSpec<'_>, out: &mut [u8]) -> Result<usize, BuildError> {
     let layout = build_headers(spec, spec.payload.len(), out)?;
     let payload = out

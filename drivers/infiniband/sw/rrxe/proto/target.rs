@@ -25,12 +25,12 @@
 //! packets and READ response middle packets carry no RETH but continue the address named
 //! by the first packet, so they are wire-named too.
 
-#[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
+#[cfg(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST))]
 use super::opcode::{Op, OpInfo};
 
 /// The two ends of a transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
+#[cfg(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST))]
 pub enum Side {
     /// The side that posted the work request.
     Requester,
@@ -40,7 +40,7 @@ pub enum Side {
 
 /// Direction of a data transfer relative to local memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
+#[cfg(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST))]
 pub enum Dir {
     /// Read local memory to build an outgoing payload (or atomic operand).
     Gather,
@@ -50,7 +50,7 @@ pub enum Dir {
 
 /// Where the address of a transfer comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
+#[cfg(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST))]
 pub enum Addressing {
     /// An SGE (or inline data) of a posted WQE; checked with an lkey.
     Software,
@@ -72,13 +72,12 @@ pub enum Access {
     /// Remote atomic (`IB_ACCESS_REMOTE_ATOMIC`).
     RemoteAtomic,
     /// Remote flush (`IB_ACCESS_FLUSH_GLOBAL` or `IB_ACCESS_FLUSH_PERSISTENT`, per FETH).
-    #[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
     RemoteFlush,
 }
 
 /// The answer of [`select`] for a transfer that exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
+#[cfg(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST))]
 pub struct Target {
     /// Where the address comes from.
     pub addressing: Addressing,
@@ -90,7 +89,7 @@ pub struct Target {
 ///
 /// Returns `None` when there is no such transfer (for example a SEND has no wire-named
 /// target, and an ACK moves no data at all).
-#[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
+#[cfg(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST))]
 pub fn select(info: &OpInfo, side: Side, dir: Dir) -> Option<Target> {
     use Access::*;
     use Addressing::*;
@@ -120,7 +119,6 @@ pub mod rights {
     /// Remote atomics.
     pub const REMOTE_ATOMIC: u32 = 8;
     /// Remote FLUSH (`IB_ACCESS_FLUSH_GLOBAL`).
-    #[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
     pub const REMOTE_FLUSH: u32 = 1 << 8;
 }
 
@@ -133,7 +131,6 @@ impl Access {
             Self::RemoteRead => rights::REMOTE_READ,
             Self::RemoteWrite => rights::REMOTE_WRITE,
             Self::RemoteAtomic => rights::REMOTE_ATOMIC,
-            #[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
             Self::RemoteFlush => rights::REMOTE_FLUSH,
         }
     }

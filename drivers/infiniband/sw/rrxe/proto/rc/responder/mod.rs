@@ -160,7 +160,7 @@ pub struct Responder<R = [Resource; MAX_RESOURCES]> {
     res_next: usize,
 }
 
-#[cfg(any(rrxe_host, CONFIG_KUNIT = "y"))]
+#[cfg(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST))]
 impl Responder {
     /// Creates a responder with [`MAX_RESOURCES`] responder resources, in its initial (RTR
     /// entry) state.
