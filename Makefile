@@ -15,6 +15,8 @@
 #   make check     every test: host (cargo), KUnit in a guest, end to end in guests
 #                  (T=GLOB[,GLOB...]: only those groups, see scripts/check.sh)
 #   make check-kasan  the guest groups (T=..., default a robustness subset) on a KASAN kernel
+#   make kunit     the driver's Rust KUnit suites with the kernel's kunit.py run
+#                  (drivers/infiniband/sw/rrxe/.kunitconfig; a kernel of its own, ~10 min)
 #   make shell     an interactive guest with rdma_rrxe loaded
 #   make kernel    (re)build the kernel and modules incrementally (module-only when possible)
 #   make setup     install the toolchain, Linux source and tools (idempotent)
@@ -30,7 +32,7 @@
 SHELL := /bin/bash
 FUZZ_SECONDS ?= 600
 
-.PHONY: help all setup kernel initramfs host-test check check-kasan demo bench profile bench-read-large shell fuzz series series-check clean
+.PHONY: help all setup kernel initramfs host-test check check-kasan kunit demo bench profile bench-read-large shell fuzz series series-check clean
 
 all: kernel
 
@@ -57,6 +59,11 @@ check: setup
 # check`: KASAN under TCG makes the suite take hours). T= selects groups as for check.
 check-kasan: setup
 	RRXE_VARIANT=kasan CHECK_TIMEOUT_SCALE=4 T="$(or $(T),device,faults,inject-live,teardown,rnr,loss)" scripts/check.sh
+
+# The Rust KUnit suites as upstream runs them: kunit.py run on the .kunitconfig, rrxe built
+# in. Arguments to kunit.py in KUNIT_ARGS (e.g. a suite filter, KUNIT_ARGS='rrxe_rc').
+kunit: setup
+	scripts/kunit.sh $(KUNIT_ARGS)
 
 demo: setup
 	scripts/demo.sh
