@@ -3,7 +3,8 @@
 #
 # Runs every rrxe test and ends with one line `N passed, N failed[, N skipped]`.
 #
-#  1. static: rustfmt, no `unsafe` in the driver, SAFETY comments in kernel::rdma, and
+#  1. static: rustfmt, no `unsafe` in the driver, SAFETY comments in kernel::rdma, the
+#     driver's import graph against scripts/import-edges.txt, and
 #     (after the kernel build) the compile-fail tests of kernel::rdma (scripts/compile-fail/);
 #  2. host: `cargo test --no-fail-fast` of the wire core (tools/rrxe), judged against the
 #     declared list scripts/tests/expected-host.txt, plus a short fuzz run;
@@ -106,6 +107,14 @@ if awk '
 	pass safety_comments
 else
 	fail safety_comments
+fi
+# The driver's imports between its modules are the declared ones (scripts/import-edges.txt):
+# no new arrow, and none kept on the list once gone.
+if python3 "$REPO/scripts/import-graph.py" "$REPO/drivers/infiniband/sw/rrxe" \
+	"$REPO/scripts/import-edges.txt" >"$OUTDIR/import-graph.txt" 2>&1; then
+	pass "import_graph: $(tail -1 "$OUTDIR/import-graph.txt"), $(grep -c '^circle' "$OUTDIR/import-graph.txt") circles left"
+else
+	cat "$OUTDIR/import-graph.txt"; fail import_graph
 fi
 fi
 
