@@ -60,7 +60,7 @@ mod xmit;
 
 pub(crate) use wq::{write_sges, KernelRing, Queue, RecvCopy};
 
-use crate::counters::Stats;
+use crate::counters::{PortCounter, Stats};
 use crate::device::DevShared;
 use crate::params;
 use crate::proto::{
@@ -412,6 +412,16 @@ impl QpShared {
         e.counter.as_deref().unwrap_or(&self.dev.stats)
     }
 
+    /// Counts and traces the requester's going back to `psn` for `cause`: a timeout or a
+    /// sequence NAK (`completer_retry_err` and `rdma_sw_retry`, one for the other); an RNR
+    /// wait is traced alone, where it ends.
+    pub(super) fn go_back(&self, e: &Engine, psn: u32, cause: RetryCause) {
+        if cause != RetryCause::Rnr {
+            self.stats(e).inc(PortCounter::CompleterRetries);
+        }
+        trace::retry(self.dev_name(), self.qpn, psn, cause);
+    }
+
     /// The name of the network device the QP's RDMA device runs on (messages, tracepoints).
     pub(crate) fn dev_name(&self) -> &CStr {
         self.dev.netdev().name()
@@ -551,10 +561,8 @@ impl TimerCallback<0> for QpShared {
     /// The local ACK timeout expired: go back to the oldest unacknowledged PSN.
     fn timer_fired(this: &Self) {
         this.resume(|q, e| {
-            q.stats(e)
-                .inc(crate::counters::PortCounter::CompleterRetries);
             let psn = e.sender.unacked_psn().get();
-            trace::retry(q.dev_name(), q.qpn, psn, RetryCause::Timeout);
+            q.go_back(e, psn, RetryCause::Timeout);
             e.sender.on_retransmit_timeout();
         });
     }
@@ -565,7 +573,7 @@ impl TimerCallback<1> for QpShared {
     fn timer_fired(this: &Self) {
         this.resume(|q, e| {
             let psn = e.sender.unacked_psn().get();
-            trace::retry(q.dev_name(), q.qpn, psn, RetryCause::Rnr);
+            q.go_back(e, psn, RetryCause::Rnr);
             e.sender.on_rnr_timeout();
         });
     }

@@ -459,13 +459,7 @@ impl QpShared {
             Syndrome::Nak(NakCode::PsnSequenceError) => {
                 self.stats(e).inc(PortCounter::RcvdSeqNaks);
                 // The requester goes back to the NAK's PSN.
-                self.stats(e).inc(PortCounter::CompleterRetries);
-                trace::retry(
-                    self.dev_name(),
-                    self.qpn,
-                    r.psn.get(),
-                    RetryCause::SequenceNak,
-                );
+                self.go_back(e, r.psn.get(), RetryCause::SequenceNak);
             }
             _ => {}
         }
