@@ -18,8 +18,9 @@ use rrxe_proto::packet::{self, PacketSpec};
 use rrxe_proto::psn::Psn;
 use rrxe_proto::rc::{
     Cwnd, PathMtu, PostedWqe, Request, Responder, ResponderConfig, Response, SendAction, Sender,
-    SenderConfig, WcStatus, WqeHeaders, WrOp, CWND_MIN, MAX_UNACKED_PSNS,
+    SenderConfig, WcStatus, WqeHeaders, CWND_MIN, MAX_UNACKED_PSNS,
 };
+use rrxe_proto::uabi::WrOpcode;
 
 const MTU: PathMtu = PathMtu::MTU_256;
 const RKEY: u32 = 0x1234;
@@ -141,7 +142,7 @@ fn run(qps: usize, msgs: u32, len: u32, cap: usize, rate: usize, delay: u64) -> 
                 p.snd
                     .post(PostedWqe {
                         id: p.posted,
-                        op: WrOp::Write,
+                        op: WrOpcode::RdmaWrite,
                         len,
                         solicited: false,
                         fence: false,

@@ -11,10 +11,10 @@ mod common;
 use common::sender::{completions, drain_poll, drain_tx, wqe};
 use rrxe_proto::aeth::{Credits, Syndrome};
 use rrxe_proto::opcode::Opcode;
+use rrxe_proto::opcode::QpType;
 use rrxe_proto::psn::{Msn, Psn};
-use rrxe_proto::rc::{
-    PathMtu, PostedWqe, Response, Sender, SenderConfig, Transport, WcStatus, WrOp,
-};
+use rrxe_proto::rc::{PathMtu, PostedWqe, Response, Sender, SenderConfig, Transport, WcStatus};
+use rrxe_proto::uabi::WrOpcode;
 
 const MTU: PathMtu = PathMtu::MTU_256;
 
@@ -26,7 +26,7 @@ fn ack(psn: u32) -> Response {
     Response::ack(Psn::new(psn))
 }
 
-fn fenced(id: u32, op: WrOp) -> PostedWqe {
+fn fenced(id: u32, op: WrOpcode) -> PostedWqe {
     PostedWqe {
         fence: true,
         ..wqe(id, op, 0)
@@ -41,15 +41,15 @@ fn sent_ids(s: &mut Sender<8>) -> Vec<u32> {
 #[test]
 fn a_local_operation_stops_the_cursor_until_it_is_carried_out() {
     let mut s = sender(Transport::Rc);
-    s.post(wqe(1, WrOp::RegMr, 0)).unwrap();
-    s.post(wqe(2, WrOp::Send, 10)).unwrap();
+    s.post(wqe(1, WrOpcode::RegMr, 0)).unwrap();
+    s.post(wqe(2, WrOpcode::Send, 10)).unwrap();
     assert_eq!(s.next_psn(), Psn::new(101), "REG_MR takes no PSN");
     assert!(
         drain_tx(&mut s).is_empty(),
         "the SEND waits for the REG_MR before it"
     );
-    assert_eq!(s.next_local(), Some((1, WrOp::RegMr)));
-    assert_eq!(s.next_local(), Some((1, WrOp::RegMr)), "until reported");
+    assert_eq!(s.next_local(), Some((1, WrOpcode::RegMr)));
+    assert_eq!(s.next_local(), Some((1, WrOpcode::RegMr)), "until reported");
     s.local_done(1, true);
     assert_eq!(s.next_local(), None);
     // The REG_MR, oldest, completes at once; the SEND goes out with the first PSN.
@@ -70,11 +70,11 @@ fn a_local_operation_stops_the_cursor_until_it_is_carried_out() {
 #[test]
 fn completions_stay_in_send_queue_order() {
     let mut s = sender(Transport::Rc);
-    s.post(wqe(1, WrOp::Send, 10)).unwrap();
-    s.post(wqe(2, WrOp::LocalInv, 0)).unwrap();
-    s.post(wqe(3, WrOp::Write, 10)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 10)).unwrap();
+    s.post(wqe(2, WrOpcode::LocalInv, 0)).unwrap();
+    s.post(wqe(3, WrOpcode::RdmaWrite, 10)).unwrap();
     assert_eq!(sent_ids(&mut s), vec![1]);
-    assert_eq!(s.next_local(), Some((2, WrOp::LocalInv)));
+    assert_eq!(s.next_local(), Some((2, WrOpcode::LocalInv)));
     s.local_done(2, true);
     assert_eq!(sent_ids(&mut s), vec![3]);
     // Carried out, but the SEND before it is not acknowledged: nothing completes.
@@ -94,9 +94,9 @@ fn completions_stay_in_send_queue_order() {
 #[test]
 fn go_back_n_does_not_carry_a_local_operation_out_twice() {
     let mut s = sender(Transport::Rc);
-    s.post(wqe(1, WrOp::Send, 10)).unwrap();
-    s.post(wqe(2, WrOp::LocalInv, 0)).unwrap();
-    s.post(wqe(3, WrOp::Write, 10)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 10)).unwrap();
+    s.post(wqe(2, WrOpcode::LocalInv, 0)).unwrap();
+    s.post(wqe(3, WrOpcode::RdmaWrite, 10)).unwrap();
     assert_eq!(sent_ids(&mut s), vec![1]);
     s.local_done(2, true);
     assert_eq!(sent_ids(&mut s), vec![3]);
@@ -120,9 +120,9 @@ fn go_back_n_does_not_carry_a_local_operation_out_twice() {
 #[test]
 fn a_failed_local_operation_completes_after_the_earlier_wqes() {
     let mut s = sender(Transport::Rc);
-    s.post(wqe(1, WrOp::Send, 10)).unwrap();
-    s.post(wqe(2, WrOp::RegMr, 0)).unwrap();
-    s.post(wqe(3, WrOp::Send, 10)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 10)).unwrap();
+    s.post(wqe(2, WrOpcode::RegMr, 0)).unwrap();
+    s.post(wqe(3, WrOpcode::Send, 10)).unwrap();
     assert_eq!(sent_ids(&mut s), vec![1]);
     s.local_done(2, false);
     assert!(
@@ -145,9 +145,9 @@ fn a_failed_local_operation_completes_after_the_earlier_wqes() {
 #[test]
 fn a_fenced_local_operation_waits_for_reads_even_across_a_retry() {
     let mut s = sender(Transport::Rc);
-    s.post(wqe(1, WrOp::Read, 10)).unwrap();
-    s.post(fenced(2, WrOp::LocalInv)).unwrap();
-    s.post(wqe(3, WrOp::Send, 10)).unwrap();
+    s.post(wqe(1, WrOpcode::RdmaRead, 10)).unwrap();
+    s.post(fenced(2, WrOpcode::LocalInv)).unwrap();
+    s.post(wqe(3, WrOpcode::Send, 10)).unwrap();
     assert_eq!(sent_ids(&mut s), vec![1]);
     assert_eq!(s.next_local(), None, "the READ is outstanding");
     // The READ request is retried; its response then acknowledges everything sent.
@@ -170,7 +170,7 @@ fn a_fenced_local_operation_waits_for_reads_even_across_a_retry() {
     );
     assert_eq!(
         s.next_local(),
-        Some((2, WrOp::LocalInv)),
+        Some((2, WrOpcode::LocalInv)),
         "the cursor stays at the LOCAL_INV"
     );
     s.local_done(2, true);
@@ -182,9 +182,9 @@ fn a_fenced_local_operation_waits_for_reads_even_across_a_retry() {
 #[test]
 fn uc_completes_local_operations_in_order() {
     let mut s = sender(Transport::Uc);
-    s.post(wqe(1, WrOp::Send, 10)).unwrap();
-    s.post(wqe(2, WrOp::RegMr, 0)).unwrap();
-    s.post(wqe(3, WrOp::Write, 10)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 10)).unwrap();
+    s.post(wqe(2, WrOpcode::RegMr, 0)).unwrap();
+    s.post(wqe(3, WrOpcode::RdmaWrite, 10)).unwrap();
     assert_eq!(sent_ids(&mut s), vec![1]);
     s.local_done(2, true);
     assert_eq!(sent_ids(&mut s), vec![3]);
@@ -201,30 +201,25 @@ fn uc_completes_local_operations_in_order() {
 #[test]
 fn local_done_ignores_anything_but_the_operation_handed_out() {
     let mut s = sender(Transport::Rc);
-    s.post(wqe(1, WrOp::Send, 10)).unwrap();
-    s.post(wqe(2, WrOp::LocalInv, 0)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 10)).unwrap();
+    s.post(wqe(2, WrOpcode::LocalInv, 0)).unwrap();
     s.local_done(2, true);
     assert_eq!(s.next_packet().map(|p| p.id), Some(1), "not reached yet");
     s.local_done(1, true);
-    assert_eq!(s.next_local(), Some((2, WrOp::LocalInv)));
+    assert_eq!(s.next_local(), Some((2, WrOpcode::LocalInv)));
     s.local_done(7, true);
-    assert_eq!(s.next_local(), Some((2, WrOp::LocalInv)));
+    assert_eq!(s.next_local(), Some((2, WrOpcode::LocalInv)));
 }
 
 #[test]
 fn local_operations_are_kernel_only_in_user_wqes() {
-    use rrxe_proto::uabi::WrOpcode;
     assert_eq!(WrOpcode::from_raw(WrOpcode::KERNEL_REG_MR), None);
     assert_eq!(
         WrOpcode::from_raw_kernel(WrOpcode::KERNEL_REG_MR),
         Some(WrOpcode::RegMr)
     );
-    assert_eq!(WrOp::from_wr_opcode(WrOpcode::RegMr), Some(WrOp::RegMr));
-    assert_eq!(
-        WrOp::from_wr_opcode(WrOpcode::LocalInv),
-        Some(WrOp::LocalInv)
-    );
-    assert!(WrOp::RegMr.allowed_on(Transport::Uc));
-    assert_eq!(WrOp::RegMr.opcode(true, true), None);
-    assert_eq!(WrOp::LocalInv.psn_count(0, MTU), 0);
+    assert!(WrOpcode::RegMr.allowed_on(QpType::Uc));
+    assert!(!WrOpcode::LocalInv.allowed_on(QpType::Uc));
+    assert_eq!(WrOpcode::RegMr.opcode(true, true), None);
+    assert_eq!(WrOpcode::LocalInv.psn_count(MTU.packets(0)), 0);
 }

@@ -13,8 +13,9 @@ use rrxe_proto::opcode::Opcode;
 use rrxe_proto::psn::{Msn, Psn};
 use rrxe_proto::rc::responder::AtomicReq;
 use rrxe_proto::rc::{
-    PathMtu, Placement, Request, Response, Sender, SenderConfig, Touches, WcStatus, WrOp,
+    PathMtu, Placement, Request, Response, Sender, SenderConfig, Touches, WcStatus,
 };
+use rrxe_proto::uabi::WrOpcode;
 
 const MTU: PathMtu = PathMtu::MTU_1024;
 
@@ -164,7 +165,7 @@ fn rnr_nak_keeps_the_psn_expected_and_mutes_sequence_naks() {
 fn fault_resolved_goes_back_without_counting_a_retry() {
     // retry_cnt 1: a second timeout without progress would fail the WQE.
     let mut s: Sender<8> = Sender::new(SenderConfig::new(Psn::new(0), MTU, 1, 7));
-    s.post(wqe(0, WrOp::Read, 4096)).unwrap();
+    s.post(wqe(0, WrOpcode::RdmaRead, 4096)).unwrap();
     assert_eq!(drain_tx(&mut s).len(), 1);
     drain_poll(&mut s);
     // Responses dropped for page faults, each fault then resolved: the READ is asked for
@@ -192,8 +193,8 @@ fn fault_resolved_is_ignored_when_idle_or_in_an_rnr_wait() {
     let mut s: Sender<8> = Sender::new(SenderConfig::new(Psn::new(0), MTU, 7, 7));
     s.on_fault_resolved();
     assert!(drain_tx(&mut s).is_empty());
-    s.post(wqe(0, WrOp::Send, 10)).unwrap();
-    s.post(wqe(1, WrOp::Send, 10)).unwrap();
+    s.post(wqe(0, WrOpcode::Send, 10)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 10)).unwrap();
     drain_tx(&mut s);
     drain_poll(&mut s);
     let mut rnr = ack(1);

@@ -14,8 +14,9 @@ use rrxe_proto::rc::qp_state::{modify, transition_allowed, Effects, ModifyError}
 use rrxe_proto::rc::responder::LocalError;
 use rrxe_proto::rc::{
     PathMtu, Placement, PostError, QpState, Reply, Request, Responder, ResponderConfig, Response,
-    SendAction, Sender, SenderConfig, WcStatus, WqeHeaders, WrOp,
+    SendAction, Sender, SenderConfig, WcStatus, WqeHeaders,
 };
+use rrxe_proto::uabi::WrOpcode;
 
 // ---------------------------------------------------------------------------------------
 // QP states
@@ -139,8 +140,8 @@ fn path_mtu() {
     assert_eq!(MTU.packets(257), 2);
     assert_eq!(MTU.packets(u32::MAX), 1 << 24);
     assert_eq!(MTU.offset_of(3), 768);
-    assert_eq!(WrOp::Read.psn_count(1000, MTU), 4);
-    assert_eq!(WrOp::FetchAdd.psn_count(8, MTU), 1);
+    assert_eq!(WrOpcode::RdmaRead.psn_count(MTU.packets(1000)), 4);
+    assert_eq!(WrOpcode::AtomicFetchAndAdd.psn_count(MTU.packets(8)), 1);
 }
 
 #[test]
@@ -148,7 +149,7 @@ fn opcodes_per_position() {
     use Opcode as O;
     let cases = [
         (
-            WrOp::Send,
+            WrOpcode::Send,
             [
                 O::RC_SEND_ONLY,
                 O::RC_SEND_FIRST,
@@ -157,7 +158,7 @@ fn opcodes_per_position() {
             ],
         ),
         (
-            WrOp::SendWithImm,
+            WrOpcode::SendWithImm,
             [
                 O::RC_SEND_ONLY_WITH_IMMEDIATE,
                 O::RC_SEND_FIRST,
@@ -166,7 +167,7 @@ fn opcodes_per_position() {
             ],
         ),
         (
-            WrOp::SendWithInv,
+            WrOpcode::SendWithInv,
             [
                 O::RC_SEND_ONLY_WITH_INVALIDATE,
                 O::RC_SEND_FIRST,
@@ -175,7 +176,7 @@ fn opcodes_per_position() {
             ],
         ),
         (
-            WrOp::Write,
+            WrOpcode::RdmaWrite,
             [
                 O::RC_RDMA_WRITE_ONLY,
                 O::RC_RDMA_WRITE_FIRST,
@@ -184,7 +185,7 @@ fn opcodes_per_position() {
             ],
         ),
         (
-            WrOp::WriteWithImm,
+            WrOpcode::RdmaWriteWithImm,
             [
                 O::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
                 O::RC_RDMA_WRITE_FIRST,
@@ -200,11 +201,11 @@ fn opcodes_per_position() {
         assert_eq!(op.opcode(false, true), Some(last));
     }
     assert_eq!(
-        WrOp::Read.opcode(false, true),
+        WrOpcode::RdmaRead.opcode(false, true),
         Some(O::RC_RDMA_READ_REQUEST)
     );
     assert_eq!(
-        WrOp::CompareSwap.opcode(true, true),
+        WrOpcode::AtomicCmpAndSwp.opcode(true, true),
         Some(O::RC_COMPARE_SWAP)
     );
 }
@@ -212,8 +213,8 @@ fn opcodes_per_position() {
 #[test]
 fn send_is_segmented_by_mtu() {
     let mut s = sender(0xff_fffe, 7, 7);
-    s.post(wqe(5, WrOp::SendWithImm, 600)).unwrap();
-    s.post(wqe(6, WrOp::Send, 0)).unwrap();
+    s.post(wqe(5, WrOpcode::SendWithImm, 600)).unwrap();
+    s.post(wqe(6, WrOpcode::Send, 0)).unwrap();
     assert_eq!(s.next_psn(), Psn::new(2));
     let pkts = drain_tx(&mut s);
     let got = summary(&pkts);
@@ -257,7 +258,7 @@ fn send_is_segmented_by_mtu() {
 #[test]
 fn write_carries_reth_on_first_packet_only() {
     let mut s = sender(10, 7, 7);
-    s.post(wqe(1, WrOp::Write, 300)).unwrap();
+    s.post(wqe(1, WrOpcode::RdmaWrite, 300)).unwrap();
     let pkts = drain_tx(&mut s);
     assert_eq!(pkts.len(), 2);
     let hdrs = WqeHeaders {
@@ -278,19 +279,19 @@ fn write_carries_reth_on_first_packet_only() {
 fn post_limits() {
     let mut s: Sender<2> = Sender::new(SenderConfig::new(Psn::new(0), MTU, 7, 7));
     assert_eq!(
-        s.post(wqe(0, WrOp::Send, (1 << 31) + 1)),
+        s.post(wqe(0, WrOpcode::Send, (1 << 31) + 1)),
         Err(PostError::TooLong)
     );
-    s.post(wqe(0, WrOp::Send, 1)).unwrap();
-    s.post(wqe(1, WrOp::Send, 1)).unwrap();
+    s.post(wqe(0, WrOpcode::Send, 1)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 1)).unwrap();
     assert!(!s.has_room());
-    assert_eq!(s.post(wqe(2, WrOp::Send, 1)), Err(PostError::Full));
+    assert_eq!(s.post(wqe(2, WrOpcode::Send, 1)), Err(PostError::Full));
     drain_tx(&mut s);
     s.on_response(&ack(0));
     assert_eq!(completions(&drain_poll(&mut s)), [(0, WcStatus::Success)]);
     assert!(s.has_room());
     s.flush();
-    assert_eq!(s.post(wqe(2, WrOp::Send, 1)), Err(PostError::QpError));
+    assert_eq!(s.post(wqe(2, WrOpcode::Send, 1)), Err(PostError::QpError));
     assert_eq!(
         completions(&drain_poll(&mut s)),
         [(1, WcStatus::WrFlushErr)]
@@ -302,7 +303,7 @@ fn post_limits() {
 fn ack_req_period_and_window() {
     let mut s = sender(0, 7, 7);
     // 200 packets in one WQE.
-    s.post(wqe(0, WrOp::Send, 200 * 256)).unwrap();
+    s.post(wqe(0, WrOpcode::Send, 200 * 256)).unwrap();
     let pkts = drain_tx(&mut s);
     assert_eq!(pkts.len(), 128, "window of 128 unacknowledged PSNs");
     let acked: Vec<u32> = pkts
@@ -330,7 +331,7 @@ fn ack_req_period_and_window() {
 fn full_window_asks_no_ack_while_one_is_owed() {
     let mut s: Sender<64> = Sender::new(SenderConfig::new(Psn::new(0), MTU, 7, 7));
     for i in 0..60 {
-        s.post(wqe(i, WrOp::Send, 5 * 256)).unwrap();
+        s.post(wqe(i, WrOpcode::Send, 5 * 256)).unwrap();
     }
     let first = drain_tx(&mut s);
     assert_eq!(first.len(), 128, "window of 128 PSNs");
@@ -356,8 +357,8 @@ fn full_window_asks_no_ack_while_one_is_owed() {
 #[test]
 fn sq_drain_finishes_current_wqe_only() {
     let mut s = sender(0, 7, 7);
-    s.post(wqe(0, WrOp::Send, 512)).unwrap();
-    s.post(wqe(1, WrOp::Send, 10)).unwrap();
+    s.post(wqe(0, WrOpcode::Send, 512)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 10)).unwrap();
     let first = s.next_packet().unwrap();
     assert_eq!(first.opcode, Opcode::RC_SEND_FIRST);
     assert!(!s.sq_drained(), "not draining");
@@ -385,7 +386,7 @@ fn sq_drain_finishes_current_wqe_only() {
 fn cumulative_ack_completes_in_order() {
     let mut s = sender(100, 7, 7);
     for i in 0..3 {
-        s.post(wqe(i, WrOp::Send, 300)).unwrap(); // 2 PSNs each: 100-101, 102-103, 104-105
+        s.post(wqe(i, WrOpcode::Send, 300)).unwrap(); // 2 PSNs each: 100-101, 102-103, 104-105
     }
     drain_tx(&mut s);
     drain_poll(&mut s);
@@ -412,14 +413,14 @@ fn cumulative_ack_completes_in_order() {
 #[test]
 fn atomic_write_is_one_reth_packet_acknowledged_by_an_empty_read_response() {
     let mut s = sender(10, 7, 7);
-    assert_eq!(WrOp::AtomicWrite.psn_count(8, MTU), 1);
+    assert_eq!(WrOpcode::AtomicWrite.psn_count(MTU.packets(8)), 1);
     assert_eq!(
-        WrOp::AtomicWrite.opcode(true, true),
+        WrOpcode::AtomicWrite.opcode(true, true),
         Some(Opcode::RC_ATOMIC_WRITE)
     );
-    assert_eq!(WrOp::AtomicWrite.uc_opcode(true, true), None);
-    s.post(wqe(0, WrOp::AtomicWrite, 8)).unwrap();
-    s.post(wqe(1, WrOp::Send, 8)).unwrap();
+    assert_eq!(WrOpcode::AtomicWrite.uc_opcode(true, true), None);
+    s.post(wqe(0, WrOpcode::AtomicWrite, 8)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 8)).unwrap();
     let tx = drain_tx(&mut s);
     assert_eq!(tx.len(), 2);
     assert_eq!(tx[0].opcode, Opcode::RC_ATOMIC_WRITE);
@@ -432,7 +433,7 @@ fn atomic_write_is_one_reth_packet_acknowledged_by_an_empty_read_response() {
     });
     assert_eq!(completions(&drain_poll(&mut s)), [(0, WcStatus::Success)]);
     // Like an RDMA WRITE, a later ACK covers it too.
-    s.post(wqe(2, WrOp::AtomicWrite, 8)).unwrap();
+    s.post(wqe(2, WrOpcode::AtomicWrite, 8)).unwrap();
     drain_tx(&mut s);
     s.on_response(&ack(12));
     assert_eq!(
@@ -445,10 +446,10 @@ fn atomic_write_is_one_reth_packet_acknowledged_by_an_empty_read_response() {
 #[test]
 fn flush_is_one_packet_without_payload_acknowledged_by_an_empty_read_response() {
     let mut s = sender(10, 7, 7);
-    assert_eq!(WrOp::Flush.opcode(true, true), Some(Opcode::RC_FLUSH));
-    assert_eq!(WrOp::Flush.uc_opcode(true, true), None);
-    assert!(!WrOp::Flush.has_payload() && WrOp::Flush.uses_responder_resource());
-    s.post(wqe(0, WrOp::Flush, 5000)).unwrap();
+    assert_eq!(WrOpcode::Flush.opcode(true, true), Some(Opcode::RC_FLUSH));
+    assert_eq!(WrOpcode::Flush.uc_opcode(true, true), None);
+    assert!(!WrOpcode::Flush.has_payload() && WrOpcode::Flush.uses_responder_resource());
+    s.post(wqe(0, WrOpcode::Flush, 5000)).unwrap();
     let tx = drain_tx(&mut s);
     assert_eq!(tx.len(), 1);
     assert_eq!(tx[0].opcode, Opcode::RC_FLUSH);
@@ -479,8 +480,8 @@ fn flush_is_one_packet_without_payload_acknowledged_by_an_empty_read_response() 
 #[test]
 fn atomic_write_counts_against_the_initiator_depth() {
     let mut s = Sender::<8>::new(SenderConfig::new(Psn::new(0), MTU, 7, 7).with_max_rd_atomic(1));
-    s.post(wqe(0, WrOp::AtomicWrite, 8)).unwrap();
-    s.post(wqe(1, WrOp::Read, 8)).unwrap();
+    s.post(wqe(0, WrOpcode::AtomicWrite, 8)).unwrap();
+    s.post(wqe(1, WrOpcode::RdmaRead, 8)).unwrap();
     assert_eq!(
         drain_tx(&mut s).len(),
         1,
@@ -496,8 +497,8 @@ fn atomic_write_counts_against_the_initiator_depth() {
 #[test]
 fn nak_seq_err_retransmits_from_its_psn() {
     let mut s = sender(0, 7, 7);
-    s.post(wqe(0, WrOp::Write, 1000)).unwrap(); // PSN 0-3
-    s.post(wqe(1, WrOp::Send, 10)).unwrap(); // PSN 4
+    s.post(wqe(0, WrOpcode::RdmaWrite, 1000)).unwrap(); // PSN 0-3
+    s.post(wqe(1, WrOpcode::Send, 10)).unwrap(); // PSN 4
     assert_eq!(drain_tx(&mut s).len(), 5);
     s.on_response(&nak(2, NakCode::PsnSequenceError));
     let again = drain_tx(&mut s);
@@ -537,7 +538,7 @@ fn remote_errors_fail_the_wqe_and_flush() {
     ] {
         let mut s = sender(0, 7, 7);
         for i in 0..3 {
-            s.post(wqe(i, WrOp::Send, 10)).unwrap();
+            s.post(wqe(i, WrOpcode::Send, 10)).unwrap();
         }
         drain_tx(&mut s);
         drain_poll(&mut s);
@@ -561,7 +562,7 @@ fn remote_errors_fail_the_wqe_and_flush() {
 #[test]
 fn retry_cnt_7_is_seven_retries() {
     let mut s = sender(0, 7, 7);
-    s.post(wqe(0, WrOp::Send, 10)).unwrap();
+    s.post(wqe(0, WrOpcode::Send, 10)).unwrap();
     for _ in 0..7 {
         assert_eq!(drain_tx(&mut s).len(), 1);
         assert_eq!(drain_poll(&mut s), [SendAction::ArmRetransmitTimer]);
@@ -580,8 +581,8 @@ fn timeouts_without_progress_double_the_timeout_until_progress() {
     // Each expiry without progress doubles the local ACK timeout (up to 32 times): a slow
     // responder is waited for; retry_cnt still bounds the expiries; an ACK resets both.
     let mut s = sender(0, 7, 7);
-    s.post(wqe(0, WrOp::Send, 10)).unwrap();
-    s.post(wqe(1, WrOp::Send, 10)).unwrap();
+    s.post(wqe(0, WrOpcode::Send, 10)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 10)).unwrap();
     let mut seen = Vec::new();
     for _ in 0..7 {
         drain_tx(&mut s);
@@ -614,7 +615,7 @@ fn timeouts_without_progress_double_the_timeout_until_progress() {
 fn spurious_timeouts_are_ignored() {
     let mut s = sender(0, 0, 0);
     s.on_retransmit_timeout();
-    s.post(wqe(0, WrOp::Send, 10)).unwrap();
+    s.post(wqe(0, WrOpcode::Send, 10)).unwrap();
     drain_tx(&mut s);
     drain_poll(&mut s);
     s.on_response(&ack(0));
@@ -627,8 +628,8 @@ fn spurious_timeouts_are_ignored() {
 #[test]
 fn rnr_nak_waits_for_the_rnr_timer() {
     let mut s = sender(0, 7, 1);
-    s.post(wqe(0, WrOp::Send, 10)).unwrap();
-    s.post(wqe(1, WrOp::Send, 10)).unwrap();
+    s.post(wqe(0, WrOpcode::Send, 10)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 10)).unwrap();
     drain_tx(&mut s);
     drain_poll(&mut s);
     let t = RnrTimer::new(14).unwrap();
@@ -657,7 +658,7 @@ fn rnr_nak_waits_for_the_rnr_timer() {
 #[test]
 fn rnr_retry_7_never_runs_out() {
     let mut s = sender(0, 7, 7);
-    s.post(wqe(0, WrOp::Send, 10)).unwrap();
+    s.post(wqe(0, WrOpcode::Send, 10)).unwrap();
     for _ in 0..1000 {
         assert_eq!(drain_tx(&mut s).len(), 1);
         s.on_response(&resp(0, Syndrome::RnrNak(RnrTimer::new(1).unwrap())));
@@ -670,7 +671,7 @@ fn rnr_retry_7_never_runs_out() {
 fn timeout_retry_counter_resets_on_progress() {
     let mut s = sender(0, 1, 7);
     for i in 0..4 {
-        s.post(wqe(i, WrOp::Send, 10)).unwrap();
+        s.post(wqe(i, WrOpcode::Send, 10)).unwrap();
     }
     drain_tx(&mut s);
     for acked in 0..4 {
@@ -982,8 +983,11 @@ fn placement_failure_naks_and_fails() {
 fn posted_psns_stay_comparable() {
     // Two 1 GiB SENDs at MTU 256 would span 2^23 PSNs: the second must wait.
     let mut s = sender(0, 7, 7);
-    s.post(wqe(0, WrOp::Send, 1 << 30)).unwrap();
-    assert_eq!(s.post(wqe(1, WrOp::Send, 1 << 30)), Err(PostError::Full));
+    s.post(wqe(0, WrOpcode::Send, 1 << 30)).unwrap();
+    assert_eq!(
+        s.post(wqe(1, WrOpcode::Send, 1 << 30)),
+        Err(PostError::Full)
+    );
     assert_eq!(s.next_psn(), Psn::new(1 << 22));
 }
 

@@ -14,8 +14,9 @@ use rrxe_proto::packet::{self, PacketSpec};
 use rrxe_proto::psn::Psn;
 use rrxe_proto::rc::{
     Deliver, PathMtu, Placement, PostedWqe, Request, Responder, ResponderConfig, Response,
-    SendAction, SendCompletion, Sender, SenderConfig, WcStatus, WqeHeaders, WrOp,
+    SendAction, SendCompletion, Sender, SenderConfig, WcStatus, WqeHeaders,
 };
+use rrxe_proto::uabi::WrOpcode;
 
 /// Deterministic xorshift64* generator.
 struct Prng(u64);
@@ -109,7 +110,7 @@ fn build(spec: &PacketSpec<'_>) -> Vec<u8> {
 
 #[derive(Clone, Debug)]
 struct Msg {
-    op: WrOp,
+    op: WrOpcode,
     data: Vec<u8>,
     imm: u32,
     /// Offset in the remote memory region (WRITEs).
@@ -221,7 +222,7 @@ fn run(cfg: &SimCfg) -> SimResult {
     };
     // What the READs will read.
     for m in &cfg.msgs {
-        if m.op == WrOp::Read {
+        if m.op == WrOpcode::RdmaRead {
             let off = m.remote_off as usize;
             res.remote_mem[off..off + m.data.len()].copy_from_slice(&m.data);
         }
@@ -236,7 +237,7 @@ fn run(cfg: &SimCfg) -> SimResult {
     let mut rto_at: Option<u64> = None;
     let mut rnr_at: Option<u64> = None;
     let hdrs = |m: &Msg| {
-        if m.op == WrOp::FetchAdd {
+        if m.op == WrOpcode::AtomicFetchAndAdd {
             WqeHeaders {
                 remote_va: REMOTE_VA + COUNTER_OFF as u64,
                 rkey: RKEY,
@@ -415,7 +416,7 @@ fn run(cfg: &SimCfg) -> SimResult {
     res
 }
 
-fn msg(op: WrOp, len: usize, tag: u8, remote_off: u64) -> Msg {
+fn msg(op: WrOpcode, len: usize, tag: u8, remote_off: u64) -> Msg {
     Msg {
         op,
         data: (0..len).map(|i| (i as u8).wrapping_mul(31) ^ tag).collect(),
@@ -441,14 +442,18 @@ fn workload_ops(rng: &mut Prng, n: usize, mtu: u32, rd_atomic: bool) -> Vec<Msg>
                 _ => rng.below(u64::from(mtu) * 6) as usize,
             };
             let op = [
-                WrOp::Send,
-                WrOp::SendWithImm,
-                WrOp::Write,
-                WrOp::WriteWithImm,
-                WrOp::Read,
-                WrOp::FetchAdd,
+                WrOpcode::Send,
+                WrOpcode::SendWithImm,
+                WrOpcode::RdmaWrite,
+                WrOpcode::RdmaWriteWithImm,
+                WrOpcode::RdmaRead,
+                WrOpcode::AtomicFetchAndAdd,
             ][rng.below(if rd_atomic { 6 } else { 4 }) as usize];
-            let len = if op == WrOp::FetchAdd { 8 } else { len };
+            let len = if op == WrOpcode::AtomicFetchAndAdd {
+                8
+            } else {
+                len
+            };
             let m = msg(op, len, i as u8, off);
             off += len as u64;
             m
@@ -461,9 +466,9 @@ fn expected_delivery(cfg: &SimCfg) -> Vec<(Vec<u8>, Option<u32>)> {
     cfg.msgs
         .iter()
         .filter_map(|m| match m.op {
-            WrOp::Send => Some((m.data.clone(), None)),
-            WrOp::SendWithImm => Some((m.data.clone(), Some(m.imm))),
-            WrOp::WriteWithImm => Some((vec![0; m.data.len()], Some(m.imm))),
+            WrOpcode::Send => Some((m.data.clone(), None)),
+            WrOpcode::SendWithImm => Some((m.data.clone(), Some(m.imm))),
+            WrOpcode::RdmaWriteWithImm => Some((vec![0; m.data.len()], Some(m.imm))),
             _ => None,
         })
         .collect()
@@ -491,14 +496,14 @@ fn check_delivery(cfg: &SimCfg, res: &SimResult) {
     }
     let mut counter = COUNTER_INIT;
     for (i, m) in cfg.msgs.iter().enumerate() {
-        if matches!(m.op, WrOp::Write | WrOp::WriteWithImm) {
+        if matches!(m.op, WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm) {
             let off = m.remote_off as usize;
             assert!(
                 res.remote_mem[off..off + m.data.len()] == m.data[..],
                 "WRITE data"
             );
         }
-        if m.op == WrOp::Read {
+        if m.op == WrOpcode::RdmaRead {
             if res.local[i] != m.data {
                 let d = res.local[i].iter().zip(&m.data).position(|(a, b)| a != b);
                 panic!(
@@ -511,13 +516,17 @@ fn check_delivery(cfg: &SimCfg, res: &SimResult) {
                 );
             }
         }
-        if m.op == WrOp::FetchAdd {
+        if m.op == WrOpcode::AtomicFetchAndAdd {
             // Executed once each, in order: each sees the sum of the ones before.
             assert_eq!(res.local[i], counter.to_le_bytes(), "FETCH_ADD {i} result");
             counter = counter.wrapping_add(u64::from(m.imm));
         }
     }
-    let n_atomic = cfg.msgs.iter().filter(|m| m.op == WrOp::FetchAdd).count() as u32;
+    let n_atomic = cfg
+        .msgs
+        .iter()
+        .filter(|m| m.op == WrOpcode::AtomicFetchAndAdd)
+        .count() as u32;
     assert_eq!(res.atomic_execs, n_atomic, "atomics executed exactly once");
     assert_eq!(
         res.remote_mem[COUNTER_OFF..COUNTER_OFF + 8],
@@ -565,7 +574,10 @@ fn psn_wraps_around() {
 #[test]
 fn total_loss_exhausts_retry_cnt() {
     for retry_cnt in [0u8, 1, 3, 7] {
-        let msgs = vec![msg(WrOp::Send, 700, 1, 0), msg(WrOp::Send, 10, 2, 0)];
+        let msgs = vec![
+            msg(WrOpcode::Send, 700, 1, 0),
+            msg(WrOpcode::Send, 10, 2, 0),
+        ];
         let mut cfg = SimCfg::new(11, msgs);
         cfg.fwd_loss_pm = 1000;
         cfg.retry_cnt = retry_cnt;
@@ -580,7 +592,10 @@ fn total_loss_exhausts_retry_cnt() {
 #[test]
 fn no_receive_wqe_exhausts_rnr_retry() {
     for rnr_retry in [0u8, 2, 6] {
-        let msgs = vec![msg(WrOp::Send, 300, 1, 0), msg(WrOp::SendWithImm, 5, 2, 0)];
+        let msgs = vec![
+            msg(WrOpcode::Send, 300, 1, 0),
+            msg(WrOpcode::SendWithImm, 5, 2, 0),
+        ];
         let mut cfg = SimCfg::new(5, msgs);
         cfg.recv_initial = 0;
         cfg.rnr_retry = rnr_retry;
@@ -629,7 +644,7 @@ fn slow_receiver_with_limited_rnr_retry_recovers() {
 #[test]
 fn long_messages_fill_the_window() {
     let msgs: Vec<Msg> = (0..6)
-        .map(|i| msg(WrOp::Send, 300 * 256 + 17, i, 0))
+        .map(|i| msg(WrOpcode::Send, 300 * 256 + 17, i, 0))
         .collect();
     let mut cfg = SimCfg::new(21, msgs);
     cfg.recv_cap = 1 << 20;

@@ -8,7 +8,8 @@ mod common;
 
 use common::sender::{drain_tx, wqe};
 use rrxe_proto::psn::Psn;
-use rrxe_proto::rc::{PathMtu, Sender, SenderConfig, Transport, WrOp};
+use rrxe_proto::rc::{PathMtu, Sender, SenderConfig, Transport};
+use rrxe_proto::uabi::WrOpcode;
 
 const MTU: PathMtu = PathMtu::MTU_256;
 
@@ -20,9 +21,9 @@ fn sender(psn: u32, transport: Transport) -> Sender<8> {
 fn the_packet_taken_back_comes_again_unchanged() {
     // Across the PSN wrap: a 3-packet WRITE, a READ (3 PSNs, one request), a SEND.
     let mut s = sender(0xff_fffe, Transport::Rc);
-    s.post(wqe(1, WrOp::Write, 600)).unwrap();
-    s.post(wqe(2, WrOp::Read, 600)).unwrap();
-    s.post(wqe(3, WrOp::Send, 10)).unwrap();
+    s.post(wqe(1, WrOpcode::RdmaWrite, 600)).unwrap();
+    s.post(wqe(2, WrOpcode::RdmaRead, 600)).unwrap();
+    s.post(wqe(3, WrOpcode::Send, 10)).unwrap();
     let all = drain_tx(&mut sender_clone(&s));
     assert_eq!(all.len(), 5);
     for (i, want) in all.iter().enumerate() {
@@ -48,7 +49,7 @@ fn the_packet_taken_back_comes_again_unchanged() {
 #[test]
 fn only_the_last_packet_handed_out_can_be_taken_back() {
     let mut s = sender(10, Transport::Rc);
-    s.post(wqe(1, WrOp::Write, 600)).unwrap();
+    s.post(wqe(1, WrOpcode::RdmaWrite, 600)).unwrap();
     let first = s.next_packet().unwrap();
     let second = s.next_packet().unwrap();
     assert!(!s.unsend(&first), "an older packet cannot be taken back");
@@ -60,7 +61,7 @@ fn only_the_last_packet_handed_out_can_be_taken_back() {
 #[test]
 fn a_retransmission_taken_back_stays_a_retransmission() {
     let mut s = sender(0, Transport::Rc);
-    s.post(wqe(1, WrOp::Send, 600)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 600)).unwrap();
     let sent = drain_tx(&mut s);
     assert_eq!(sent.len(), 3);
     s.on_retransmit_timeout();
@@ -75,7 +76,7 @@ fn a_retransmission_taken_back_stays_a_retransmission() {
 #[test]
 fn uc_packets_cannot_be_taken_back() {
     let mut s = sender(0, Transport::Uc);
-    s.post(wqe(1, WrOp::Send, 600)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 600)).unwrap();
     let p = s.next_packet().unwrap();
     assert!(!s.unsend(&p));
     let next = s.next_packet().unwrap();

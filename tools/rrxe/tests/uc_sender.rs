@@ -14,7 +14,7 @@ use rrxe_proto::packet;
 use rrxe_proto::psn::{Msn, Psn};
 use rrxe_proto::rc::{
     PathMtu, PostError, Request, Responder, ResponderConfig, Response, SendAction, SendCompletion,
-    Sender, SenderConfig, Transport, WcStatus, WqeHeaders, WrOp,
+    Sender, SenderConfig, Transport, WcStatus, WqeHeaders,
 };
 use rrxe_proto::uabi::WrOpcode;
 
@@ -45,14 +45,14 @@ fn transport_defaults_to_rc() {
 #[test]
 fn uc_opcodes_match_the_opcode_table() {
     let ops = [
-        (WrOp::Send, WrOpcode::Send),
-        (WrOp::SendWithImm, WrOpcode::SendWithImm),
-        (WrOp::SendWithInv, WrOpcode::SendWithInv),
-        (WrOp::Write, WrOpcode::RdmaWrite),
-        (WrOp::WriteWithImm, WrOpcode::RdmaWriteWithImm),
-        (WrOp::Read, WrOpcode::RdmaRead),
-        (WrOp::CompareSwap, WrOpcode::AtomicCmpAndSwp),
-        (WrOp::FetchAdd, WrOpcode::AtomicFetchAndAdd),
+        (WrOpcode::Send, WrOpcode::Send),
+        (WrOpcode::SendWithImm, WrOpcode::SendWithImm),
+        (WrOpcode::SendWithInv, WrOpcode::SendWithInv),
+        (WrOpcode::RdmaWrite, WrOpcode::RdmaWrite),
+        (WrOpcode::RdmaWriteWithImm, WrOpcode::RdmaWriteWithImm),
+        (WrOpcode::RdmaRead, WrOpcode::RdmaRead),
+        (WrOpcode::AtomicCmpAndSwp, WrOpcode::AtomicCmpAndSwp),
+        (WrOpcode::AtomicFetchAndAdd, WrOpcode::AtomicFetchAndAdd),
     ];
     let positions = [
         (true, true, Position::Only),
@@ -68,22 +68,25 @@ fn uc_opcodes_match_the_opcode_table() {
                 .packet_opcode(QpType::Uc, Position::Only)
                 .and(wr.packet_opcode(QpType::Uc, position));
             assert_eq!(op.uc_opcode(first, last), want, "{op:?} {position:?}");
-            assert_eq!(op.opcode_on(Transport::Uc, first, last), want);
+            assert_eq!(op.opcode_on(QpType::Uc, first, last), want);
             if let Some(o) = want {
                 let info = o.info().unwrap();
                 assert!(info.allowed_on(QpType::Uc) && info.ack_req() == AckReq::Never);
             }
             assert_eq!(
-                op.opcode_on(Transport::Rc, first, last),
+                op.opcode_on(QpType::Rc, first, last),
                 op.opcode(first, last)
             );
         }
-        assert!(op.allowed_on(Transport::Rc));
+        assert!(op.allowed_on(QpType::Rc));
         assert_eq!(
-            op.allowed_on(Transport::Uc),
+            op.allowed_on(QpType::Uc),
             matches!(
                 op,
-                WrOp::Send | WrOp::SendWithImm | WrOp::Write | WrOp::WriteWithImm
+                WrOpcode::Send
+                    | WrOpcode::SendWithImm
+                    | WrOpcode::RdmaWrite
+                    | WrOpcode::RdmaWriteWithImm
             ),
             "{op:?}"
         );
@@ -96,7 +99,7 @@ fn uc_opcodes_are_the_iba_ones() {
     let none = [None; 4];
     let expect = [
         (
-            WrOp::Send,
+            WrOpcode::Send,
             [
                 Some(Opcode::UC_SEND_ONLY),
                 Some(Opcode::UC_SEND_FIRST),
@@ -105,7 +108,7 @@ fn uc_opcodes_are_the_iba_ones() {
             ],
         ),
         (
-            WrOp::SendWithImm,
+            WrOpcode::SendWithImm,
             [
                 Some(Opcode::UC_SEND_ONLY_WITH_IMMEDIATE),
                 Some(Opcode::UC_SEND_FIRST),
@@ -114,7 +117,7 @@ fn uc_opcodes_are_the_iba_ones() {
             ],
         ),
         (
-            WrOp::Write,
+            WrOpcode::RdmaWrite,
             [
                 Some(Opcode::UC_RDMA_WRITE_ONLY),
                 Some(Opcode::UC_RDMA_WRITE_FIRST),
@@ -123,7 +126,7 @@ fn uc_opcodes_are_the_iba_ones() {
             ],
         ),
         (
-            WrOp::WriteWithImm,
+            WrOpcode::RdmaWriteWithImm,
             [
                 Some(Opcode::UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE),
                 Some(Opcode::UC_RDMA_WRITE_FIRST),
@@ -131,10 +134,10 @@ fn uc_opcodes_are_the_iba_ones() {
                 Some(Opcode::UC_RDMA_WRITE_LAST_WITH_IMMEDIATE),
             ],
         ),
-        (WrOp::SendWithInv, none),
-        (WrOp::Read, none),
-        (WrOp::CompareSwap, none),
-        (WrOp::FetchAdd, none),
+        (WrOpcode::SendWithInv, none),
+        (WrOpcode::RdmaRead, none),
+        (WrOpcode::AtomicCmpAndSwp, none),
+        (WrOpcode::AtomicFetchAndAdd, none),
     ];
     for (op, want) in expect {
         let got = [(true, true), (true, false), (false, false), (false, true)]
@@ -146,8 +149,8 @@ fn uc_opcodes_are_the_iba_ones() {
 #[test]
 fn uc_multi_packet_send_uses_uc_opcodes_without_ack_req() {
     let mut s = uc_sender(0xff_fffe);
-    s.post(wqe(5, WrOp::Send, 600)).unwrap();
-    s.post(wqe(6, WrOp::SendWithImm, 0)).unwrap();
+    s.post(wqe(5, WrOpcode::Send, 600)).unwrap();
+    s.post(wqe(6, WrOpcode::SendWithImm, 0)).unwrap();
     let pkts = drain_tx(&mut s);
     assert_eq!(
         summary(&pkts),
@@ -173,7 +176,7 @@ fn uc_multi_packet_send_uses_uc_opcodes_without_ack_req() {
 #[test]
 fn uc_write_with_imm_builds_uc_packets() {
     let mut s = uc_sender(40);
-    s.post(wqe(1, WrOp::WriteWithImm, 600)).unwrap();
+    s.post(wqe(1, WrOpcode::RdmaWriteWithImm, 600)).unwrap();
     let pkts = drain_tx(&mut s);
     assert_eq!(
         summary(&pkts),
@@ -225,9 +228,9 @@ fn uc_write_with_imm_builds_uc_packets() {
 #[test]
 fn uc_completes_each_wqe_once_its_last_packet_is_out_in_order() {
     let mut s = uc_sender(100);
-    s.post(wqe(0, WrOp::Write, 300)).unwrap(); // PSNs 100-101
-    s.post(wqe(1, WrOp::Send, 10)).unwrap(); // 102
-    s.post(wqe(2, WrOp::WriteWithImm, 512)).unwrap(); // 103-104
+    s.post(wqe(0, WrOpcode::RdmaWrite, 300)).unwrap(); // PSNs 100-101
+    s.post(wqe(1, WrOpcode::Send, 10)).unwrap(); // 102
+    s.post(wqe(2, WrOpcode::RdmaWriteWithImm, 512)).unwrap(); // 103-104
     let p = s.next_packet().unwrap();
     assert_eq!((p.id, p.opcode), (0, Opcode::UC_RDMA_WRITE_FIRST));
     assert!(drain_poll(&mut s).is_empty(), "not before the last packet");
@@ -259,7 +262,7 @@ fn uc_completes_each_wqe_once_its_last_packet_is_out_in_order() {
         c,
         [SendCompletion {
             id: 2,
-            op: WrOp::WriteWithImm,
+            op: WrOpcode::RdmaWriteWithImm,
             len: 512,
             status: WcStatus::Success
         }]
@@ -271,8 +274,8 @@ fn uc_completes_each_wqe_once_its_last_packet_is_out_in_order() {
 fn uc_has_no_window_timers_or_retransmissions() {
     let mut s = uc_sender(0);
     // 200 packets in one WQE: more than the RC window of 128 unacknowledged PSNs.
-    s.post(wqe(0, WrOp::Send, 200 * 256)).unwrap();
-    s.post(wqe(1, WrOp::Write, 256)).unwrap();
+    s.post(wqe(0, WrOpcode::Send, 200 * 256)).unwrap();
+    s.post(wqe(1, WrOpcode::RdmaWrite, 256)).unwrap();
     let pkts = drain_tx(&mut s);
     assert_eq!(pkts.len(), 201, "no window");
     assert!(pkts.iter().all(|p| !p.ack_req && !p.retransmit));
@@ -283,7 +286,7 @@ fn uc_has_no_window_timers_or_retransmissions() {
         [(0, WcStatus::Success), (1, WcStatus::Success)]
     );
     // Responses and timer expiries change nothing: nothing is resent, nothing fails.
-    s.post(wqe(2, WrOp::Send, 600)).unwrap();
+    s.post(wqe(2, WrOpcode::Send, 600)).unwrap();
     let p = s.next_packet().unwrap();
     assert_eq!(p.psn.get(), 201);
     let resp = |psn: u32, syndrome| Response {
@@ -321,10 +324,10 @@ fn uc_has_no_window_timers_or_retransmissions() {
 fn uc_rejects_read_atomics_and_send_with_invalidate() {
     let mut s = uc_sender(0);
     for op in [
-        WrOp::Read,
-        WrOp::CompareSwap,
-        WrOp::FetchAdd,
-        WrOp::SendWithInv,
+        WrOpcode::RdmaRead,
+        WrOpcode::AtomicCmpAndSwp,
+        WrOpcode::AtomicFetchAndAdd,
+        WrOpcode::SendWithInv,
     ] {
         assert_eq!(s.post(wqe(0, op, 8)), Err(PostError::Unsupported), "{op:?}");
     }
@@ -334,28 +337,28 @@ fn uc_rejects_read_atomics_and_send_with_invalidate() {
     // The same WQEs are accepted by an RC sender.
     let mut rc: Sender<8> = Sender::new(SenderConfig::new(Psn::new(0), MTU, 7, 7));
     for op in [
-        WrOp::Read,
-        WrOp::CompareSwap,
-        WrOp::FetchAdd,
-        WrOp::SendWithInv,
+        WrOpcode::RdmaRead,
+        WrOpcode::AtomicCmpAndSwp,
+        WrOpcode::AtomicFetchAndAdd,
+        WrOpcode::SendWithInv,
     ] {
         rc.post(wqe(0, op, 8)).unwrap();
     }
     // Length, then transport, then room; and a dead sender refuses everything.
     assert_eq!(
-        s.post(wqe(0, WrOp::Read, (1 << 31) + 1)),
+        s.post(wqe(0, WrOpcode::RdmaRead, (1 << 31) + 1)),
         Err(PostError::TooLong)
     );
     s.flush();
-    assert_eq!(s.post(wqe(0, WrOp::Send, 1)), Err(PostError::QpError));
+    assert_eq!(s.post(wqe(0, WrOpcode::Send, 1)), Err(PostError::QpError));
 }
 
 #[test]
 fn uc_sq_drain_and_flush() {
     let mut s = uc_sender(0);
-    s.post(wqe(0, WrOp::Send, 512)).unwrap();
-    s.post(wqe(1, WrOp::Send, 10)).unwrap();
-    s.post(wqe(2, WrOp::Write, 10)).unwrap();
+    s.post(wqe(0, WrOpcode::Send, 512)).unwrap();
+    s.post(wqe(1, WrOpcode::Send, 10)).unwrap();
+    s.post(wqe(2, WrOpcode::RdmaWrite, 10)).unwrap();
     assert_eq!(s.next_packet().unwrap().opcode, Opcode::UC_SEND_FIRST);
     s.set_sq_drain(true);
     assert_eq!(s.next_packet().unwrap().opcode, Opcode::UC_SEND_LAST);
@@ -377,16 +380,19 @@ fn uc_sq_drain_and_flush() {
 #[test]
 fn uc_sender_after_reset_behaves_the_same() {
     let mut s = uc_sender(7);
-    s.post(wqe(0, WrOp::Send, 300)).unwrap();
-    s.post(wqe(1, WrOp::Write, 300)).unwrap();
+    s.post(wqe(0, WrOpcode::Send, 300)).unwrap();
+    s.post(wqe(1, WrOpcode::RdmaWrite, 300)).unwrap();
     s.next_packet().unwrap();
     s.reset(uc_config(0x10));
     assert!(s.is_idle());
     assert_eq!(s.config().transport, Transport::Uc);
     assert!(drain_poll(&mut s).is_empty(), "dropped without completions");
-    assert_eq!(s.post(wqe(0, WrOp::Read, 8)), Err(PostError::Unsupported));
-    s.post(wqe(3, WrOp::SendWithImm, 300)).unwrap();
-    s.post(wqe(4, WrOp::WriteWithImm, 10)).unwrap();
+    assert_eq!(
+        s.post(wqe(0, WrOpcode::RdmaRead, 8)),
+        Err(PostError::Unsupported)
+    );
+    s.post(wqe(3, WrOpcode::SendWithImm, 300)).unwrap();
+    s.post(wqe(4, WrOpcode::RdmaWriteWithImm, 10)).unwrap();
     assert_eq!(
         summary(&drain_tx(&mut s)),
         [
@@ -419,7 +425,7 @@ fn uc_sender_after_reset_behaves_the_same() {
     );
     // A reset to RC gives the RC sender back.
     s.reset(SenderConfig::new(Psn::new(0), MTU, 7, 7));
-    s.post(wqe(5, WrOp::Send, 10)).unwrap();
+    s.post(wqe(5, WrOpcode::Send, 10)).unwrap();
     let p = s.next_packet().unwrap();
     assert_eq!((p.opcode, p.ack_req), (Opcode::RC_SEND_ONLY, true));
     assert_eq!(drain_poll(&mut s), [SendAction::ArmRetransmitTimer]);
@@ -438,8 +444,8 @@ fn uc_sender_feeds_the_uc_responder() {
         max_dest_rd_atomic: 1,
         flush_types: 0,
     });
-    s.post(wqe(0, WrOp::SendWithImm, 700)).unwrap();
-    s.post(wqe(1, WrOp::WriteWithImm, 300)).unwrap();
+    s.post(wqe(0, WrOpcode::SendWithImm, 700)).unwrap();
+    s.post(wqe(1, WrOpcode::RdmaWriteWithImm, 300)).unwrap();
     let hdrs = WqeHeaders {
         remote_va: 0x2000,
         rkey: 5,

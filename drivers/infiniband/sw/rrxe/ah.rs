@@ -15,9 +15,6 @@ use kernel::rdma::{
     qp::{AhAttr, GidType},
 };
 
-/// Largest AH number (the C driver's pool size).
-pub(crate) const MAX_AH: u32 = 32767;
-
 /// Per-AH state: the address vector is in the device's table, under the AH's number (UD
 /// sends read it there; `rdma_query_ah` and `rdma_modify_ah` too).
 pub(crate) struct RrxeAh {
@@ -42,6 +39,7 @@ impl RrxeAh {
         // Kernel AHs are numbered too: kernel send WRs become WQEs that name them.
         let num = dev
             .data()
+            .shared
             .alloc_ah_num(a, init.pd.data().id, init.sleepable)?;
         // struct rxe_create_ah_resp { __u32 ah_num; __u32 reserved; }; providers before v39
         // pass no room for it and embed the address vector in each WQE instead.
@@ -49,7 +47,7 @@ impl RrxeAh {
             let mut resp = [0u8; 8];
             resp[..4].copy_from_slice(&num.to_ne_bytes());
             if let Err(e) = u.respond(&resp) {
-                dev.data().free_ah_num(num);
+                dev.data().shared.free_ah_num(num);
                 return Err(e);
             }
         }
@@ -70,6 +68,6 @@ impl RrxeAh {
 
     /// Releases the AH's number.
     pub(crate) fn destroy(&self, dev: &Device<Rrxe>) {
-        dev.data().free_ah_num(self.num);
+        dev.data().shared.free_ah_num(self.num);
     }
 }

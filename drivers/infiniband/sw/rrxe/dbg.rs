@@ -24,7 +24,7 @@ macro_rules! qp_dbg {
     };
 }
 
-/// A debug message about a device (a [`crate::device::DevShared`]):
+/// A debug message about a device (a [`crate::shared::DevShared`]):
 /// `rdma_rrxe: <netdev>: <message>`.
 macro_rules! dev_dbg {
     ($dev:expr, $fmt:literal $(, $arg:expr)* $(,)?) => {

@@ -14,7 +14,7 @@ use crate::proto::{
     ip::{self, MULTICAST_QPN},
     packet::{self, Packet},
 };
-use crate::wire::kernel_crc32;
+use crate::crc::kernel_crc32;
 use crate::Rrxe;
 use kernel::rdma::{
     device::Device,

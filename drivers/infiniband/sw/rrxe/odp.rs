@@ -26,15 +26,14 @@
 //! and the retry that follows asks again. The work resolves at most [`FAULT_BUDGET`] faults
 //! per run and re-queues itself.
 
+use crate::budget::{Budget, FAULT_BUDGET};
 use crate::counters::{PortCounter, Stats};
 use crate::fifo::Fifo;
-use crate::mr::MrInner;
-use crate::Rrxe;
+use crate::mem::MrInner;
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::{
     bhwork::{BhWork, BhWorkCallback},
-    device::Device,
     netdev::NetDevice,
     timer::impl_deferred,
     BhGuard,
@@ -52,9 +51,6 @@ pub(crate) const FAULT_QUEUE: usize = 64;
 /// responses, a request's payload): the next pages of a long transfer come in with it, and
 /// a fault stays bounded work.
 pub(crate) const FAULT_AHEAD: usize = 256 << 10;
-
-/// Faults the work resolves per run before it re-queues itself.
-const FAULT_BUDGET: usize = 16;
 
 /// A range of an ODP region to fault in.
 pub(crate) struct Fault {
@@ -80,6 +76,10 @@ pub(crate) enum Resume {
     Rewind,
 }
 
+/// Resumes QP number `qpn` of the device on a netdevice, if it still exists, as `how` says:
+/// given by the device (which finds its QPs), called by the fault work in process context.
+pub(crate) type ResumeQp = fn(ndev: &NetDevice, qpn: u32, how: Resume);
+
 /// A device's page faults and their work.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Faults {
@@ -91,6 +91,8 @@ pub(crate) struct Faults {
     queue: SpinLock<Fifo<Fault>>,
     /// The device's netdevice, to find the QPs to resume.
     ndev: ARef<NetDevice>,
+    /// Resumes a QP that waited for a fault.
+    resume_qp: ResumeQp,
     /// ODP regions registered on the device: while there is none, the data path does not
     /// look for faults.
     regions: Atomic<u32>,
@@ -106,13 +108,18 @@ impl_deferred! {
 
 impl Faults {
     /// Returns an initialiser for the fault queue of a device on `ndev`.
-    pub(crate) fn new(ndev: &NetDevice, stats: Arc<Stats>) -> Result<impl PinInit<Self, Error>> {
+    pub(crate) fn new(
+        ndev: &NetDevice,
+        stats: Arc<Stats>,
+        resume_qp: ResumeQp,
+    ) -> Result<impl PinInit<Self, Error>> {
         let fifo = Fifo::new(FAULT_QUEUE)?;
         let ndev: ARef<NetDevice> = ndev.into();
         Ok(try_pin_init!(Self {
             fault_work <- BhWork::new(c"rrxe_odp_fault", kernel::static_lock_class!()),
             queue <- new_spinlock!(fifo, "rrxe_odp_faults"),
             ndev,
+            resume_qp,
             regions: Atomic::new(0),
             stats,
         }))
@@ -171,15 +178,12 @@ impl Faults {
 impl BhWorkCallback for Faults {
     /// Faults the queued ranges in, then resumes the QPs that wait for them.
     fn work_run(this: &Self) {
-        for _ in 0..FAULT_BUDGET {
-            let next = {
-                let _bh = BhGuard::new();
-                let f = this.queue.lock().pop_front();
-                f
-            };
-            let Some(f) = next else {
-                return;
-            };
+        let next = || {
+            let _bh = BhGuard::new();
+            let f = this.queue.lock().pop_front();
+            f
+        };
+        let resolve = |f: Fault| {
             this.stats.inc(match f.mr.fault(f.off, f.len, f.write) {
                 Ok(()) => PortCounter::OdpFaultsResolved,
                 Err(_) => PortCounter::OdpFaultErrors,
@@ -189,22 +193,11 @@ impl BhWorkCallback for Faults {
             // context.
             drop(f);
             if let Some((qpn, how)) = resume {
-                this.resume_qp(qpn, how);
+                (this.resume_qp)(&this.ndev, qpn, how);
             }
-        }
-        this.fault_work.queue(this);
-    }
-}
-
-impl Faults {
-    /// Resumes QP `qpn` of the device, if it still exists.
-    fn resume_qp(&self, qpn: u32, how: Resume) {
-        let Some(dev) = Device::<Rrxe>::get_by_netdev(&self.ndev) else {
-            return;
         };
-        let _bh = BhGuard::new();
-        if let Some(qp) = dev.data().qp(qpn) {
-            qp.resume_soon(how == Resume::Rewind);
+        if Budget::of(FAULT_BUDGET).drain(next, resolve) {
+            this.fault_work.queue(this);
         }
     }
 }

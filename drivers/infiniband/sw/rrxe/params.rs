@@ -49,6 +49,9 @@ pub(crate) const MAX_SRQ_WR: u32 = 1 << 20;
 /// Most scatter/gather entries per shared receive queue WQE (rdma_rxe's).
 pub(crate) const MAX_SRQ_SGE: u32 = 27;
 
+/// Largest AH number (the C driver's pool size).
+pub(crate) const MAX_AH: u32 = 32767;
+
 /// Most work requests per work queue.
 pub(crate) const MAX_QP_WR: u32 = 1 << 20;
 

@@ -5,7 +5,8 @@
 //! query and destroy. The data path is [`crate::engine`].
 
 use crate::counters::Stats;
-use crate::engine::{QpSetup, QpShared, Queue};
+use crate::engine::{QpSetup, QpShared, QpSrq, Queue};
+use crate::mem::Key;
 use crate::mr::RrxeMr;
 use crate::params::{self, Charge};
 use crate::proto::bth::Qpn;
@@ -175,7 +176,10 @@ impl RrxeQp {
             rcq: CqRef::new(rcq),
             sq,
             rq,
-            srq: init.srq().map(SrqRef::new),
+            srq: init.srq().map(|s| QpSrq {
+                queue: s.data().shared.clone(),
+                obj: SrqRef::new(s),
+            }),
             kernel: init.kernel_dma(),
             handle: init.handle(),
             events: init.events(),
@@ -272,7 +276,7 @@ impl RrxeQp {
                 let reg = wr.reg.as_ref().ok_or(EINVAL)?;
                 // The region is named by its key (no pointer goes into the queue); the range
                 // it will name is taken now, as the consumer posts.
-                RrxeMr::prepare_registration(reg.mr, self.shared.pd_id, reg.key)?;
+                RrxeMr::prepare_registration(reg.mr, self.shared.pd_id, Key::from_raw(reg.key))?;
                 SendOp::RegMr {
                     key: reg.key,
                     access: reg.access.bits(),

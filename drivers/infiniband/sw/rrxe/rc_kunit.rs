@@ -23,10 +23,10 @@ mod tests {
         rc::{
             responder::RecvCompletion, PathMtu, Placement, PostedWqe, Request, Responder,
             ResponderConfig, Response, SendAction, Sender, SenderConfig, WcStatus, WqeHeaders,
-            WrOp,
         },
+        uabi::WrOpcode,
     };
-    use crate::wire::kernel_crc32;
+    use crate::crc::kernel_crc32;
     use kernel::prelude::*;
 
     const MTU: PathMtu = PathMtu::MTU_1024;
@@ -166,7 +166,7 @@ mod tests {
     fn send(len: u32) -> PostedWqe {
         PostedWqe {
             id: 1,
-            op: WrOp::Send,
+            op: WrOpcode::Send,
             len,
             solicited: false,
             fence: false,

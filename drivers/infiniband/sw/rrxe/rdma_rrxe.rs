@@ -6,34 +6,34 @@
 //! device that speaks the InfiniBand transport over UDP port 4791. The device reports the
 //! driver id and user ABI of the C `rdma_rxe`, so rdma-core's rxe provider drives it.
 //!
-//! Files:
-//! - `rdma_rrxe.rs`: the module: link type, driver fence, netdevice events.
-//! - `device/`: the device: creation and the netdevice it runs on (`mod.rs`), what its
-//!   objects share (`shared.rs`), and the verbs ib_core calls (`verbs.rs`).
-//! - `params.rs`: device limits, object counters, netdevice-to-RDMA mappings (MTU, GUID).
-//! - `queue.rs`: the rxe shared queue (ring in memory mapped by the user provider).
-//! - `pd.rs`: protection domains.
-//! - `cq.rs`: completion queues.
-//! - `ah.rs`: address handles (checked address vectors, numbered for the user ABI).
-//! - `mr/`: memory regions and their keys: the data path's checks and copies (`mod.rs`),
-//!   user regions, pinned or on-demand paging (`user.rs`), fast-registration regions
-//!   (`fast.rs`), the verbs (`verbs.rs`).
-//! - `odp.rs`: page faults of on-demand paging regions, resolved in process context.
-//! - `net.rs`: the receive path (UDP port 4791): attribution, parsing, ICRC, dispatch to the
-//!   QP.
-//! - `counters.rs`: the port counters and per-QP counters (one `Stats` type).
-//! - `qp.rs`: queue pairs: creation, attribute checks, modify, query, destroy.
-//! - `srq.rs`: shared receive queues: the verbs, and the dequeue the responders of the QPs
-//!   attached to one share.
-//! - `engine/`: a QP's data path, by role: requester (`req.rs`), responder (`resp.rs`),
-//!   datagrams (`ud.rs`), completions (`comp.rs`), the key resolver (`mem.rs`),
-//!   transmission (`xmit.rs`), the responder's queued replies (`replies.rs`), the work
-//!   queues: user rings and kernel consumers' checked work requests (`wq.rs`).
-//! - `proto/`: the RoCEv2 wire core (headers, opcode table, ICRC, PSN, target selection),
-//!   `core`-only, shared with the host crate `tools/rrxe`.
-//! - `fifo.rs`: a bounded FIFO allocated once (kernel CQs, the responder's queued replies).
-//! - `wire.rs`: glue between the wire core and the kernel (ICRC with the kernel's crc32).
-//! - `rc_kunit.rs`: KUnit suite running the wire core's RC machines inside the kernel.
+//! Files, on floors (each names only its own floor and those below; `make check` proves
+//! it, see `scripts/import-edges.txt` and Documentation/rrxe.rst, "Floors"), top first:
+//! - `rdma_rrxe.rs`: the module: link type, driver fence, netdevice events, and [`Rrxe`].
+//! - rx: `net.rs`, the receive path (UDP port 4791): attribution, parsing, ICRC, dispatch
+//!   to the QP.
+//! - device: `device/`, creation on a netdevice and the device's numbers (`mod.rs`), and
+//!   the verbs ib_core calls (`verbs.rs`).
+//! - verbs: each object's verbs: `qp.rs` (creation, attribute checks, modify, query,
+//!   destroy), `srq.rs`, `mr.rs`, `mw.rs`, `ah.rs` (checked address vectors, numbered for
+//!   the user ABI), `pd.rs`; `rc_kunit.rs`, the KUnit suite running the wire core's RC
+//!   machines inside the kernel.
+//! - engine: `engine/`, a QP's data path, by role: creation (`setup.rs`), requester
+//!   (`req.rs`, its shadow ring `shadow.rs`), responder (`resp.rs`), its queued replies
+//!   (`replies.rs`), datagrams (`ud.rs`), completion entries (`cqe.rs`), memory access
+//!   (`mem.rs`), transmission (`xmit.rs`), the work queues (`wq.rs`), a shared receive
+//!   queue (`srq.rs`), QP states (`state.rs`).
+//! - shared: `shared.rs`, what every QP shares of its device (loopback, key and AH
+//!   tables, counters, fault queue); `cq.rs`, completion queues.
+//! - memory: `mem/`, keys and memory: the key table and `Key` (`key.rs`), the resolver
+//!   (`resolve.rs`), regions (`mod.rs`, `user.rs`, `fast.rs`) and windows (`window.rs`);
+//!   `odp.rs`, page faults of on-demand paging regions, resolved in process context.
+//! - base: `params.rs` (limits, object counters, netdevice-to-RDMA mappings), `budget.rs`
+//!   (the budget of bounded work), `counters.rs` (port and per-QP counters), `fifo.rs` (a
+//!   bounded FIFO allocated once), `queue.rs` (the rxe shared queue), `mcast.rs`
+//!   (multicast groups), `crc.rs` (the kernel's CRC-32 for the ICRC), `dbg.rs` (debug
+//!   messages).
+//! - proto: `proto/`, the RoCEv2 wire core (headers, opcode table, ICRC, PSN, the RC
+//!   machines, the user ABI), `core`-only, shared with the host crate `tools/rrxe`.
 
 // No path a packet or a user can reach may panic: the driver is held to what the wire core
 // (`proto`) is held to, and so are its KUnit suites (they fail with `?` and `assert!`).
@@ -56,12 +56,15 @@ use kernel::rdma::{
 #[macro_use]
 mod dbg;
 mod ah;
+mod budget;
 mod counters;
 mod cq;
+mod crc;
 mod device;
 mod engine;
 mod fifo;
 mod mcast;
+mod mem;
 mod mr;
 mod mw;
 mod net;
@@ -76,11 +79,15 @@ mod qp;
 mod queue;
 #[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
 mod rc_kunit;
+mod shared;
 mod srq;
-mod wire;
 
 use counters::PortCounter;
-use device::Rrxe;
+
+/// The rrxe driver: the marker type every `kernel::rdma` object of the driver is generic
+/// over (its [`kernel::rdma::device::Driver`] implementation, in `device/verbs.rs`, names
+/// the driver's type for each verbs object). At the crate root, as every floor names it.
+pub(crate) struct Rrxe;
 
 module! {
     type: RrxeModule,

@@ -4,10 +4,11 @@
 //! returns, collected.
 
 use rrxe_proto::opcode::Opcode;
-use rrxe_proto::rc::{PostedWqe, SendAction, SendCompletion, Sender, TxPacket, WcStatus, WrOp};
+use rrxe_proto::rc::{PostedWqe, SendAction, SendCompletion, Sender, TxPacket, WcStatus};
+use rrxe_proto::uabi::WrOpcode;
 
 /// A solicited, unfenced WQE.
-pub fn wqe(id: u32, op: WrOp, len: u32) -> PostedWqe {
+pub fn wqe(id: u32, op: WrOpcode, len: u32) -> PostedWqe {
     PostedWqe {
         id,
         op,

@@ -1,31 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An rrxe device: creation on a netdevice (`rdma link add`), its state, and the numbers
-//! and keys it hands out (QP numbers, memory keys, address handle numbers, PD identities).
+//! An rrxe device: creation on a netdevice (`rdma link add`), its state, and the numbers it
+//! hands out (QP numbers, PD identities); memory keys and address handle numbers come from
+//! the tables of its shared state.
 //!
-//! - `shared.rs`: what the QPs' data path shares with the device (loopback, key and AH
-//!   tables, counters), which lives as long as the last QP;
+//! What the QPs' data path shares with the device (loopback, key and AH tables, counters),
+//! which lives as long as the last QP, is a floor below: [`DevShared`] (`shared.rs`).
+//!
 //! - `verbs.rs`: the device's verbs (the [`Driver`] implementation).
 
-mod shared;
 mod verbs;
 
-pub(crate) use shared::DevShared;
-
-use crate::ah::MAX_AH;
 use crate::counters::Stats;
 use crate::engine::QpShared;
 use crate::mcast::{FilterChange, McastGroups, Members};
-use crate::mr::MrInner;
+use crate::odp::Resume;
 use crate::params::{self, Counter};
+use crate::shared::DevShared;
+use crate::Rrxe;
 use kernel::prelude::*;
 use kernel::rdma::{
-    bhwork::BhWork,
     device::{Device, DeviceParams, PortNum, UnregisteredDevice, UverbsCmd},
-    mr::random_key_byte,
-    net::{PacketQueue, PortUser},
+    net::PortUser,
     netdev::{random_eth_addr, NetDevice},
-    qp::AhAttr,
     BhGuard,
 };
 use kernel::sync::{
@@ -34,9 +31,6 @@ use kernel::sync::{
 };
 use kernel::xarray::{AllocKind, XArray};
 use kernel::{new_mutex, new_spinlock};
-
-/// The rrxe driver.
-pub(crate) struct Rrxe;
 
 /// Per-device state.
 #[pin_data]
@@ -58,13 +52,13 @@ pub(crate) struct RrxeDev {
     /// The number the next SRQ is reported with.
     next_srq: Atomic<u32>,
     /// QP numbers in use (the value is the number itself). Allocation and release take
-    /// `qpn_lock`, because storing may drop the array's own lock to allocate.
+    /// `next_qpn`'s lock, because storing may drop the array's own lock to allocate.
     #[pin]
     qpns: XArray<KBox<u32>>,
+    /// Where the search for a free QP number starts; its lock serialises allocation and
+    /// release of QP numbers.
     #[pin]
-    qpn_lock: Mutex<()>,
-    /// Where the search for a free QP number starts.
-    next_qpn: Atomic<u32>,
+    next_qpn: Mutex<u32>,
     /// The data path's QPs by number. Every access takes the array's lock with bottom
     /// halves disabled; a QP is taken out before it is destroyed.
     #[pin]
@@ -76,16 +70,9 @@ pub(crate) struct RrxeDev {
     /// Multicast groups and their UD QPs; the receive path reads them in softirq.
     #[pin]
     mcast: SpinLock<McastGroups>,
-    /// Serialises key allocation and release.
-    #[pin]
-    mr_lock: Mutex<()>,
-    /// Where the search for a free key index starts.
-    next_mr: Atomic<u32>,
     /// Protection domain identities handed out so far (64 bits: at one per nanosecond it
     /// would take 584 years to wrap, so an identity is never handed out twice).
     next_pd: Atomic<u64>,
-    /// Where the search for a free AH number starts.
-    next_ah: Atomic<u32>,
     /// What the data path of every QP shares: keys, counters.
     pub(crate) shared: Arc<DevShared>,
     /// The device's hold on the RoCEv2 sockets of its netdevice's namespace: released when
@@ -111,7 +98,7 @@ impl RrxeDev {
 
     /// Takes QP number 1 for the device's GSI QP (the MAD layer's QP1).
     pub(crate) fn alloc_gsi_qpn(&self) -> Result<u32> {
-        let _guard = self.qpn_lock.lock();
+        let _guard = self.next_qpn.lock();
         let entry = KBox::new(1u32, GFP_KERNEL)?;
         let _bh = BhGuard::new();
         let mut xa = self.qpns.lock();
@@ -124,10 +111,11 @@ impl RrxeDev {
 
     /// Allocates an unused QP number (24 bits, at least [`params::MIN_QPN`]).
     pub(crate) fn alloc_qpn(&self) -> Result<u32> {
-        let _guard = self.qpn_lock.lock();
+        let mut next = self.next_qpn.lock();
         let span = params::QPN_MASK - params::MIN_QPN + 1;
         for _ in 0..span {
-            let n = self.next_qpn.fetch_add(1, Relaxed) % span + params::MIN_QPN;
+            let n = *next % span + params::MIN_QPN;
+            *next = next.wrapping_add(1);
             // Allocate before disabling bottom halves and taking the array's spinlock.
             let entry = KBox::new(n, GFP_KERNEL)?;
             // The receive path looks QP numbers up in softirq.
@@ -137,37 +125,6 @@ impl RrxeDev {
                 xa.store(n as usize, entry, GFP_ATOMIC)?;
                 return Ok(n);
             }
-        }
-        Err(ENOSPC)
-    }
-
-    /// Registers a memory region under a new key: `build` makes the region for the key,
-    /// which then resolves through the device's table until [`Self::free_mr_index`].
-    pub(crate) fn insert_mr(
-        &self,
-        build: impl FnOnce(u32) -> Result<Arc<MrInner>>,
-    ) -> Result<Arc<MrInner>> {
-        // `mr_lock` keeps a free index free between the check and the store.
-        let _guard = self.mr_lock.lock();
-        let span = params::MAX_MR_INDEX;
-        for _ in 0..span {
-            let n = self.next_mr.fetch_add(1, Relaxed) % span + 1;
-            let free = {
-                let _bh = BhGuard::new();
-                // A named guard: a temporary in the block's tail would outlive `_bh`.
-                let xa = self.shared.mrs.lock();
-                xa.get(n as usize).is_none()
-            };
-            if !free {
-                continue;
-            }
-            let mr = build((n << 8) | u32::from(random_key_byte()))?;
-            let _bh = BhGuard::new();
-            self.shared
-                .mrs
-                .lock()
-                .store(n as usize, mr.clone(), GFP_ATOMIC)?;
-            return Ok(mr);
         }
         Err(ENOSPC)
     }
@@ -182,7 +139,7 @@ impl RrxeDev {
             g.attach(gid, qpn, node)
         }?;
         if let FilterChange::Add(mac) = change {
-            if let Err(e) = self.shared.ndev.mc_add(&mac) {
+            if let Err(e) = self.shared.netdev().mc_add(&mac) {
                 let _bh = BhGuard::new();
                 // Undone: the group was created just now, with this one member.
                 let _ = self.mcast.lock().detach(gid, qpn);
@@ -202,7 +159,7 @@ impl RrxeDev {
         }?;
         if let FilterChange::Remove(mac) = change {
             // Only fails if the address is not in the filter, which the add put there.
-            let _ = self.shared.ndev.mc_del(&mac);
+            let _ = self.shared.netdev().mc_del(&mac);
         }
         Ok(())
     }
@@ -215,57 +172,6 @@ impl RrxeDev {
     pub(crate) fn mcast_members(&self, gid: &[u8; 16]) -> Option<Members> {
         let g = self.mcast.lock();
         g.members(gid)
-    }
-
-    /// Stops a key index from resolving and frees it.
-    pub(crate) fn free_mr_index(&self, index: u32) {
-        let old = {
-            let _guard = self.mr_lock.lock();
-            let _bh = BhGuard::new();
-            let mut xa = self.shared.mrs.lock();
-            xa.remove(index as usize)
-        };
-        // The grace period is waited for outside `mr_lock`: registrations and other
-        // deregistrations on the device go on meanwhile. The index may be taken again at
-        // once (with a fresh random key byte); the old region stays this
-        // function's until it is dropped below.
-        if old.is_some() {
-            // The data path may still be copying to or from the region on another CPU, in a
-            // section with bottom halves disabled: wait for it before unpinning.
-            kernel::sync::rcu::synchronize_rcu();
-        }
-        // Dropping the region unpins memory, which sleeps: outside the BH section.
-        drop(old);
-    }
-
-    /// Numbers an address handle (1..=32767). Does not sleep unless `sleepable` (kernel
-    /// consumers create AHs in atomic context): the free number is found and taken under the
-    /// array's lock, storing without sleeping.
-    pub(crate) fn alloc_ah_num(&self, attr: &AhAttr, pd_id: u64, sleepable: bool) -> Result<u32> {
-        let flags = if sleepable { GFP_KERNEL } else { GFP_ATOMIC };
-        let mut entry = Some(KBox::new((*attr, pd_id), flags)?);
-        let _bh = BhGuard::new();
-        let mut xa = self.shared.ah_nums.lock();
-        for _ in 0..MAX_AH {
-            let n = self.next_ah.fetch_add(1, Relaxed) % MAX_AH + 1;
-            if xa.get(n as usize).is_none() {
-                if let Some(e) = entry.take() {
-                    xa.store(n as usize, e, GFP_ATOMIC)?;
-                    return Ok(n);
-                }
-            }
-        }
-        Err(ENOMEM)
-    }
-
-    /// Releases an address handle number.
-    pub(crate) fn free_ah_num(&self, n: u32) {
-        let old = {
-            let _bh = BhGuard::new();
-            let mut xa = self.shared.ah_nums.lock();
-            xa.remove(n as usize)
-        };
-        drop(old);
     }
 
     /// Returns a new protection domain identity.
@@ -302,7 +208,7 @@ impl RrxeDev {
 
     /// Releases a QP number.
     pub(crate) fn free_qpn(&self, qpn: u32) {
-        let _guard = self.qpn_lock.lock();
+        let _guard = self.next_qpn.lock();
         let old = {
             let _bh = BhGuard::new();
             let mut xa = self.qpns.lock();
@@ -367,29 +273,13 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             srqs: Counter::new(params::MAX_SRQ)?,
             next_srq: Atomic::new(0),
             qpns <- XArray::new(AllocKind::Alloc),
-            qpn_lock <- new_mutex!(()),
-            next_qpn: Atomic::new(0),
+            next_qpn <- new_mutex!(0),
             qps_by_num <- XArray::new(AllocKind::Alloc),
             mrs_used: Counter::new(params::MAX_MR)?,
             mws_used: Counter::new(params::MAX_MW)?,
             mcast <- new_spinlock!(McastGroups::new(), "rrxe_mcast"),
-            mr_lock <- new_mutex!(()),
-            next_mr: Atomic::new(0),
             next_pd: Atomic::new(1),
-            next_ah: Atomic::new(0),
-            shared: Arc::pin_init(
-                try_pin_init!(DevShared {
-                    lo_work <- BhWork::new(c"rrxe_loopback", kernel::static_lock_class!()),
-                    lo_queue <- PacketQueue::new(),
-                    ndev: ndev.into(),
-                    mrs <- XArray::new(AllocKind::Alloc),
-                    ah_nums <- XArray::new(AllocKind::Alloc),
-                    stats: dev_stats.clone(),
-                    atomic_lock <- new_spinlock!((), "rrxe_atomic"),
-                    faults <- crate::odp::Faults::new(ndev, dev_stats)?,
-                }),
-                GFP_KERNEL,
-            )?,
+            shared: Arc::pin_init(DevShared::new(ndev, dev_stats, resume_qp)?, GFP_KERNEL)?,
             port_user <- new_mutex!(Some(port_user)),
         }),
     )?;
@@ -400,6 +290,18 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
         ndev.name().to_str().unwrap_or("?")
     );
     Ok(())
+}
+
+/// Resumes QP `qpn` of the device on `ndev`, if both still exist, after a page fault it
+/// waited for ([`crate::odp::ResumeQp`]).
+fn resume_qp(ndev: &NetDevice, qpn: u32, how: Resume) {
+    let Some(dev) = Device::<Rrxe>::get_by_netdev(ndev) else {
+        return;
+    };
+    let _bh = BhGuard::new();
+    if let Some(qp) = dev.data().qp(qpn) {
+        qp.resume_soon(how == Resume::Rewind);
+    }
 }
 
 fn check_port(port: PortNum) -> Result {

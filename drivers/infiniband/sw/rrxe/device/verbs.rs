@@ -6,8 +6,8 @@
 
 //! Device creation and the device-level verbs.
 
-use super::{check_port, Rrxe, RrxeDev, RrxeUContext, RXE_UVERBS_ABI_VERSION};
-use crate::ah::{RrxeAh, MAX_AH};
+use super::{check_port, RrxeDev, RrxeUContext, RXE_UVERBS_ABI_VERSION};
+use crate::ah::RrxeAh;
 use crate::counters::{Stats, HW_STATS};
 use crate::cq::RrxeCq;
 use crate::mr::RrxeMr;
@@ -17,6 +17,7 @@ use crate::pd::RrxePd;
 use crate::proto::pma;
 use crate::qp::RrxeQp;
 use crate::srq::RrxeSrq;
+use crate::Rrxe;
 use kernel::prelude::*;
 use kernel::rdma::{
     ah::{Ah, AhInit},
@@ -111,7 +112,7 @@ impl Driver for Rrxe {
                 | device_cap::SRQ_RESIZE
                 | device_cap::MEM_WINDOW
                 | device_cap::MEM_WINDOW_TYPE_2B,
-            max_fast_reg_page_list_len: crate::mr::MAX_FAST_REG_PAGES,
+            max_fast_reg_page_list_len: crate::mem::MAX_FAST_REG_PAGES,
             // No signature offload (`IB_MR_TYPE_INTEGRITY`).
             max_pi_fast_reg_page_list_len: 0,
             max_qp: params::MAX_QP,
@@ -124,7 +125,7 @@ impl Driver for Rrxe {
             // Atomics execute under one device-wide lock: atomic between all QPs of the
             // device, as rdma_rxe's IB_ATOMIC_HCA.
             atomic_cap: Some(AtomicCap::Hca),
-            max_ah: MAX_AH,
+            max_ah: params::MAX_AH,
             max_qp_rd_atom: params::MAX_QP_RD_ATOM,
             max_qp_init_rd_atom: params::MAX_QP_RD_ATOM,
             // No device-wide pool of responder resources: each QP has its own.

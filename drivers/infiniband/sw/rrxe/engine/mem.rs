@@ -1,160 +1,49 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory access: the one key resolver every local and remote access goes through.
-//!
-//! A key names memory in one of two ways. A local key in a WQE's scatter list (an lkey) or
-//! a remote key from the wire (the rkey of a RETH or AtomicETH) names a registered region:
-//! it is looked up in the device's key table and checked against the QP's protection domain,
-//! the region's bounds and the access right the operation needs, before any byte moves
-//! ([`QpShared::resolve`]). The device's `local_dma_lkey` ([`LOCAL_DMA_LKEY`]) in a kernel
-//! consumer's scatter list names kernel memory by DMA address instead; only a kernel
-//! consumer's QP has one, and its range is checked on each copy.
-//!
-//! Fast registration and invalidation (`IB_WR_REG_MR`, `IB_WR_LOCAL_INV`, a received SEND
-//! with invalidate) change which key resolves to a kernel consumer's fast region; memory
-//! window binds and invalidations (`IB_WR_BIND_MW`, `IB_WR_LOCAL_INV`, SEND with
-//! invalidate) which range of a user region a window's key names. They go through the same
-//! key table ([`QpShared::fast_register`], [`QpShared::bind_mw`],
-//! [`QpShared::invalidate`]); a remote key naming a window resolves to the range of the
-//! region it is bound to ([`Window::resolve`](crate::mw::Window::resolve)).
-//!
-//! Scatter lists are split into per-SGE pieces by the wire core's [`SgeList::walk`]; each
-//! piece is resolved on its own.
+//! A QP's memory access: its keys resolved through the device's key table
+//! ([`crate::mem`], the one resolver every local and remote access goes through), its
+//! scatter lists walked piece by piece (the wire core's [`SgeList::walk`]), and the page
+//! faults of on-demand paging memory asked for on its behalf ([`crate::odp`]).
 
 use super::QpShared;
-use crate::mr::{MrInner, Need, LOCAL_DMA_LKEY};
-use crate::mw::BindRequest;
+use crate::mem::{is_write, Accessor, BindRequest, Key, Mem, Need};
 use crate::odp::{Fault, Resume, FAULT_AHEAD};
 use crate::proto::target::AccessError;
 use crate::proto::uabi::{SgeList, SgeWalkError};
 use kernel::prelude::*;
-use kernel::rdma::wr::KernelDma;
-use kernel::sync::Arc;
-
-/// Memory a key names, checked for one access of a given length.
-pub(super) enum Mem<'a> {
-    /// Bytes of a registered region, from byte `off` of the region.
-    Region {
-        /// The region.
-        mr: Arc<MrInner>,
-        /// Offset of the access in the region.
-        off: usize,
-        /// The registration it was checked under (fast regions).
-        generation: u32,
-    },
-    /// Kernel memory at DMA address `addr` (a kernel consumer's `local_dma_lkey`).
-    Kernel {
-        /// The QP's access to kernel memory.
-        dma: &'a KernelDma,
-        /// Start of the access.
-        addr: u64,
-    },
-}
-
-impl Mem<'_> {
-    /// Copies `out.len()` bytes from byte `at` of the access.
-    pub(super) fn read(&self, at: usize, out: &mut [u8]) -> Result {
-        match self {
-            Self::Region {
-                mr,
-                off,
-                generation,
-            } => mr.read(*generation, off.checked_add(at).ok_or(EINVAL)?, out),
-            Self::Kernel { dma, addr } => dma.read(offset(*addr, at)?, out),
-        }
-    }
-
-    /// Copies `data` to byte `at` of the access.
-    pub(super) fn write(&self, at: usize, data: &[u8]) -> Result {
-        match self {
-            Self::Region {
-                mr,
-                off,
-                generation,
-            } => mr.write(*generation, off.checked_add(at).ok_or(EINVAL)?, data),
-            Self::Kernel { dma, addr } => dma.write(offset(*addr, at)?, data),
-        }
-    }
-}
-
-impl Mem<'_> {
-    /// Returns whether the `len` bytes at byte `at` of the access can be copied now (for
-    /// writing if `write`): always, unless they lie in on-demand paging memory that is not
-    /// present.
-    pub(super) fn is_present(&self, at: usize, len: usize, write: bool) -> bool {
-        match self {
-            Self::Region { mr, off, .. } => off
-                .checked_add(at)
-                .is_some_and(|o| mr.is_present(o, len, write)),
-            Self::Kernel { .. } => true,
-        }
-    }
-}
-
-/// Returns `addr + at`, if it does not wrap.
-fn offset(addr: u64, at: usize) -> Result<u64> {
-    addr.checked_add(u64::try_from(at)?).ok_or(EINVAL)
-}
-
-/// Returns whether `need` writes the memory (an access that faults pages in for writing).
-fn is_write(need: Need) -> bool {
-    matches!(
-        need,
-        Need::LocalWrite | Need::RemoteWrite | Need::RemoteAtomic
-    )
-}
-
-/// Returns whether `need` is a local access (one named by a WQE's scatter list).
-fn is_local(need: Need) -> bool {
-    matches!(need, Need::LocalRead | Need::LocalWrite)
-}
+use kernel::rdma::mr::AccessFlags;
 
 impl QpShared {
-    /// Resolves `key` for an access of `len` bytes at `va` with the right `need`: the region
-    /// it names (in the key table, of the QP's PD, holding the whole range, granting `need`),
-    /// or kernel memory for a kernel consumer's local DMA lkey. `EINVAL` for anything else
-    /// ([`Self::resolve_why`] says why).
-    pub(super) fn resolve(&self, key: u32, va: u64, len: u32, need: Need) -> Result<Mem<'_>> {
+    /// Who this QP is to the key table.
+    fn accessor(&self) -> Accessor<'_> {
+        Accessor {
+            pd_id: self.pd_id,
+            qpn: self.qpn,
+            kernel: self.kernel.as_ref(),
+        }
+    }
+
+    /// Resolves `key` for an access of `len` bytes at `va` with the right `need`
+    /// ([`KeyTable::resolve`](crate::mem::KeyTable::resolve)). `EINVAL` for anything but
+    /// memory this QP may access so ([`Self::resolve_why`] says why).
+    pub(super) fn resolve(&self, key: Key, va: u64, len: u32, need: Need) -> Result<Mem<'_>> {
         self.resolve_why(key, va, len, need).map_err(|_| EINVAL)
     }
 
     /// [`Self::resolve`], with the reason of a refusal.
     pub(super) fn resolve_why(
         &self,
-        key: u32,
+        key: Key,
         va: u64,
         len: u32,
         need: Need,
     ) -> Result<Mem<'_>, AccessError> {
-        if is_local(need) && key == LOCAL_DMA_LKEY {
-            // Kernel memory is only for kernel consumers; its range is checked per copy.
-            let dma = self.kernel.as_ref().ok_or(AccessError::WrongKind)?;
-            return Ok(Mem::Kernel { dma, addr: va });
-        }
-        let mr = self.dev.mr(key).ok_or(AccessError::NoKey)?;
-        if let MrInner::Window(w) = &*mr {
-            // Windows grant remote access only (an lkey never names one).
-            if is_local(need) {
-                return Err(AccessError::WrongKind);
-            }
-            let (mr, off) = w.resolve(key, self.pd_id, self.qpn, va, len, need)?;
-            return Ok(Mem::Region {
-                mr,
-                off,
-                generation: 0,
-            });
-        }
-        let (off, generation) = mr.check(key, self.pd_id, va, len, need)?;
-        Ok(Mem::Region {
-            mr,
-            off,
-            generation,
-        })
+        self.dev.keys.resolve(self.accessor(), key, va, len, need)
     }
 
     /// Why `key` is refused for an access of `len` bytes at `va` with `need`, for debug
     /// messages (the key is resolved again: if it passes now, the copy itself failed).
-    pub(super) fn refusal(&self, key: u32, va: u64, len: u32, need: Need) -> &'static str {
+    pub(super) fn refusal(&self, key: Key, va: u64, len: u32, need: Need) -> &'static str {
         match self.resolve_why(key, va, len, need) {
             Ok(_) => "the memory could not be copied",
             Err(e) => e.reason(),
@@ -199,7 +88,7 @@ impl QpShared {
     /// fails as it would have.
     pub(super) fn ensure_present(
         &self,
-        key: u32,
+        key: Key,
         va: u64,
         len: u32,
         need: Need,
@@ -214,7 +103,7 @@ impl QpShared {
     /// with its first fault instead of costing a refusal (an RNR NAK) each.
     pub(super) fn ensure_present_ahead(
         &self,
-        key: u32,
+        key: Key,
         va: u64,
         len: u32,
         ahead: u32,
@@ -285,45 +174,29 @@ impl QpShared {
 
     /// Checks the flush right of `key` over `len` bytes at `va`, or over the whole region
     /// (or window) it names (`IB_FLUSH_MR`, whose RETH range means nothing).
-    pub(super) fn check_flush(&self, key: u32, va: u64, len: u32, whole: bool) -> Result {
-        if !whole {
-            return self.resolve(key, va, len, Need::RemoteFlush).map(|_| ());
-        }
-        let mr = self.dev.mr(key).ok_or(EINVAL)?;
-        let (start, _) = mr.span(key).ok_or(EINVAL)?;
-        self.resolve(key, start, 0, Need::RemoteFlush).map(|_| ())
+    pub(super) fn check_flush(&self, key: Key, va: u64, len: u32, whole: bool) -> Result {
+        self.dev
+            .keys
+            .check_flush(self.accessor(), key, va, len, whole)
     }
 
     /// Carries out a fast registration (`IB_WR_REG_MR`) for this QP.
-    pub(super) fn fast_register(&self, key: u32, access: u32) -> Result {
-        self.dev.mr(key).ok_or(EINVAL)?.fast_register(
-            self.pd_id,
-            key,
-            kernel::rdma::mr::AccessFlags::from_raw(access),
-        )
+    pub(super) fn fast_register(&self, key: Key, access: u32) -> Result {
+        self.dev
+            .keys
+            .fast_register(self.accessor(), key, AccessFlags::from_raw(access))
     }
 
     /// Invalidates `rkey` for this QP (`IB_WR_LOCAL_INV`, or a received SEND with
     /// invalidate): a fast region or a type 2B memory window.
-    pub(super) fn invalidate(&self, rkey: u32) -> Result {
-        self.dev
-            .mr(rkey)
-            .ok_or(EINVAL)?
-            .invalidate(self.pd_id, self.qpn, rkey)
+    pub(super) fn invalidate(&self, rkey: Key) -> Result {
+        self.dev.keys.invalidate(self.accessor(), rkey)
     }
 
-    /// Carries out a memory window bind (`IB_WR_BIND_MW`) for this QP ([`Window::bind`]).
+    /// Carries out a memory window bind (`IB_WR_BIND_MW`) for this QP
+    /// ([`Window::bind`](crate::mem::Window::bind)).
     pub(super) fn bind_mw(&self, req: &BindRequest) -> Result {
-        let mw = self.dev.mr(req.mw_rkey).ok_or(EINVAL)?;
-        let MrInner::Window(w) = &*mw else {
-            return Err(EINVAL);
-        };
-        let mr = if req.length == 0 {
-            None
-        } else {
-            Some(self.dev.mr(req.mr_lkey).ok_or(EINVAL)?)
-        };
-        w.bind(self.pd_id, self.qpn, req, mr)
+        self.dev.keys.bind(self.accessor(), req)
     }
 
     /// Checks every piece of the first `len` bytes of a local scatter list for `need`.
@@ -361,9 +234,9 @@ fn walk_sges(
     sges: SgeList<'_>,
     offset: u32,
     len: usize,
-    mut f: impl FnMut(u64, u32, core::ops::Range<usize>) -> Result,
+    mut f: impl FnMut(u64, Key, core::ops::Range<usize>) -> Result,
 ) -> Result {
-    sges.walk(offset, len, |p| f(p.addr, p.lkey, p.range))
+    sges.walk(offset, len, |p| f(p.addr, Key::from_raw(p.lkey), p.range))
         .map_err(|e| match e {
             SgeWalkError::TooShort => EINVAL,
             SgeWalkError::Callback(e) => e,

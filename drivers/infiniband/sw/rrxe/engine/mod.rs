@@ -10,18 +10,21 @@
 //!   dispatch of a received packet, the timers;
 //! - `state.rs`: `query_qp`, the `modify_qp` transitions, RESET, and the configurations
 //!   of the sender and the responder;
+//! - `setup.rs`: a new QP's data path, from what the verbs give it;
 //! - `req.rs`: the requester of RC and UC: send WQEs copied, validated and posted to the
-//!   sender, request packets out, responses in;
+//!   sender, request packets out, responses in; `shadow.rs` its copies of the WQEs;
 //! - `resp.rs`: the responder of RC and UC: requests in, payloads placed, READ responses,
 //!   atomics and acknowledgments out;
 //! - `replies.rs`: the responder's transmit queue: READ responses in bounded bursts, in PSN
 //!   order with the acknowledgments after them;
 //! - `ud.rs`: unreliable datagrams, both directions;
-//! - `comp.rs`: completions into the CQ rings, the error state and flushing;
-//! - `mem.rs`: the one key resolver every memory access goes through, scatter and gather;
+//! - `cqe.rs`: completion entries into the CQ rings, the error state and flushing;
+//! - `mem.rs`: a QP's memory access: its keys resolved through the one resolver
+//!   ([`crate::mem`]), scatter and gather, page faults asked for;
 //! - `xmit.rs`: building and transmitting a packet;
 //! - `wq.rs`: the work queues: a user's rings and a kernel consumer's queues of checked
-//!   work requests, and how the data path reads both.
+//!   work requests, and how the data path reads both;
+//! - `srq.rs`: a shared receive queue as the data path sees it.
 //!
 //! Everything a QP does on the data path happens under its engine lock, in one of three
 //! contexts, and runs to completion there (no work items, no packet queues):
@@ -40,7 +43,9 @@
 //! local key in a WQE is resolved against the
 //! device's key table, the QP's protection domain and the region's bounds before any byte
 //! moves, and every remote key of a request from the wire likewise, with the access right
-//! the opcode needs ([`QpShared::resolve`]).
+//! the opcode needs ([`QpShared::resolve`], [`KeyTable::resolve`]).
+//!
+//! [`KeyTable::resolve`]: crate::mem::KeyTable::resolve
 //!
 //! Completions go to the CQ rings under the CQ lock (inside the engine lock); completion
 //! events are raised after the engine lock is dropped.
@@ -48,21 +53,24 @@
 //! [`validate_send_wqe`]: crate::proto::uabi::validate_send_wqe
 //! [`validate_recv_wqe`]: crate::proto::uabi::validate_recv_wqe
 
-mod comp;
+mod cqe;
 mod mem;
 mod replies;
 mod req;
 mod resp;
+mod setup;
+mod shadow;
+mod srq;
 mod state;
 mod ud;
 mod wq;
 mod xmit;
 
+pub(crate) use setup::{QpSetup, QpSrq};
+pub(crate) use srq::{srq_geometry, SrqQueue, SrqRing};
 pub(crate) use wq::{write_sges, KernelRing, Queue, RecvCopy};
 
 use crate::counters::{PortCounter, Stats};
-use crate::device::DevShared;
-use crate::params;
 use crate::proto::{
     bth::Qpn,
     icrc::IpHdr,
@@ -70,19 +78,16 @@ use crate::proto::{
     packet::Packet,
     psn::Psn,
     rc::{qp_state, Responder, Sender, WcStatus},
-    uabi::{
-        KernelConsumer, LengthCheck, RecvQueueParams, SendQueueParams, SendQueueState, MAX_MSG_SIZE,
-    },
+    uabi::{KernelConsumer, RecvQueueParams, SendQueueParams, SendQueueState},
 };
 use crate::queue::SharedQueue;
+use crate::shared::DevShared;
 use crate::Rrxe;
-use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::{
     bhwork::{BhWork, BhWorkCallback},
     cq::CqRef,
     qp::{QpAttrs, QpCaps, QpEvent, QpEvents, QpState},
-    srq::SrqRef,
     timer::{impl_deferred, Timer, TimerCallback},
     trace::{self, RetryCause},
     wr::{KernelDma, QpHandle},
@@ -93,8 +98,8 @@ use kernel::sync::{
     Arc, SpinLock,
 };
 use replies::ReplyQueue;
-use req::Shadow;
-use state::{new_responder, new_sender, path_mtu, wire_state, ResTable};
+use shadow::Shadow;
+use state::{path_mtu, wire_state, ResTable};
 use wq::KernelQueues;
 use xmit::PKEY;
 
@@ -105,11 +110,6 @@ const REWIND_DUE: u32 = 2;
 
 /// Send WQEs a QP keeps in flight (started, not completed): the sender's window in WQEs.
 const SQ_SLOTS: usize = 128;
-
-/// WQEs a run takes from a ring where nothing else bounds it (UD sends, flushing in ERR):
-/// userspace can keep moving a producer index, so the rest waits for the QP's softirq work
-/// (which re-queues itself) instead of looping with bottom halves disabled.
-const WQE_BUDGET: u32 = 64;
 
 /// What a QP's data path shares between the doorbell, the receive path and its timers.
 ///
@@ -150,7 +150,7 @@ pub(crate) struct QpShared {
     rq: Option<SharedQueue>,
     /// The shared receive queue the QP takes its receive WQEs from, instead of a receive
     /// queue of its own.
-    srq: Option<SrqRef<Rrxe>>,
+    srq: Option<QpSrq>,
     /// For a kernel consumer's QP: SGEs with the local DMA lkey name kernel memory.
     kernel: Option<KernelDma>,
     /// Names the QP in a kernel consumer's completions.
@@ -266,115 +266,7 @@ struct Events {
     sq_drained: bool,
 }
 
-/// Parameters of a new QP's data path.
-pub(crate) struct QpSetup {
-    pub(crate) qpn: u32,
-    pub(crate) qp_type: WireQpType,
-    pub(crate) pd_id: u64,
-    pub(crate) sig_all: bool,
-    pub(crate) caps: QpCaps,
-    /// The send queue depth asked for at creation (`caps.max_send_wr` is the ring's
-    /// capacity, which can be nearly twice as much).
-    pub(crate) sq_depth: u32,
-    pub(crate) attrs: QpAttrs,
-    pub(crate) dev: Arc<DevShared>,
-    pub(crate) scq: CqRef<Rrxe>,
-    pub(crate) rcq: CqRef<Rrxe>,
-    pub(crate) sq: Queue,
-    pub(crate) rq: Option<Queue>,
-    pub(crate) srq: Option<SrqRef<Rrxe>>,
-    pub(crate) kernel: Option<KernelDma>,
-    pub(crate) handle: QpHandle,
-    pub(crate) events: Arc<QpEvents>,
-}
-
 impl QpShared {
-    /// Creates the data path of a new QP, in the RESET state.
-    pub(crate) fn new(s: QpSetup) -> Result<Arc<Self>> {
-        let sq_geo = s.sq.geometry();
-        let sq_elem = sq_geo.elem_size();
-        let rq_geo = s.rq.as_ref().map(|q| q.geometry());
-        let rq_elem = match (&s.srq, rq_geo) {
-            (Some(srq), _) => srq.data().shared.elem(),
-            (None, g) => g.map_or(0, |g| g.elem_size()),
-        };
-        let (sq, rq, kq) = wq::split(s.sq, s.rq)?;
-        let eng = Engine {
-            counter: None,
-            sender: new_sender(&s.attrs, s.qp_type)?,
-            resp: new_responder(&s.attrs)?,
-            replies: replies::new_queue(0)?,
-            sqs: SendQueueState::new(sq_geo),
-            rqc: rq_geo.map(KernelConsumer::new),
-            sq_params: SendQueueParams {
-                qp_type: s.qp_type,
-                max_sge: s.caps.max_send_sge,
-                max_inline: s.caps.max_inline_data,
-                max_msg_size: MAX_MSG_SIZE,
-                length_check: LengthCheck::SgeSum,
-                allow_embedded_av: false,
-                gid_table_len: params::GID_TABLE_LEN,
-                // A kernel consumer's ring is never mapped to userspace.
-                kernel: s.kernel.is_some(),
-            },
-            rq_params: RecvQueueParams {
-                max_sge: s.caps.max_recv_sge,
-                max_msg_size: MAX_MSG_SIZE,
-                length_check: LengthCheck::SgeSum,
-            },
-            // A UD QP sends from slot 0 only; a connected QP keeps as many WQEs in flight as
-            // it asked its send queue to hold, at most `SQ_SLOTS` (the rest of a fuller ring
-            // waits there for a slot).
-            shadow: Shadow::new(
-                sq_elem,
-                match s.qp_type {
-                    WireQpType::Ud => 1,
-                    _ => usize::try_from(s.sq_depth.min(s.caps.max_send_wr)).unwrap_or(SQ_SLOTS),
-                },
-            )?,
-            rwqe: RecvCopy::new(rq_elem)?,
-            stage: RecvCopy::new(rq_elem)?,
-            stage_taken: false,
-            parked: None,
-            last_wqe_told: false,
-            sq_drain_due: false,
-            kq,
-            sq_error: None,
-            path: xmit::Path::default(),
-            routes: xmit::RouteCache::default(),
-            dest_qpn: Qpn::new(0),
-            timeout_us: None,
-            ip_id: 0,
-            ud_psn: Psn::new(0),
-            attrs: s.attrs,
-            caps: s.caps,
-        };
-        Arc::pin_init(
-            try_pin_init!(Self {
-                rto <- Timer::new(c"rrxe_qp_rto", kernel::static_lock_class!()),
-                rnr <- Timer::new(c"rrxe_qp_rnr", kernel::static_lock_class!()),
-                tx_wait <- Timer::new(c"rrxe_qp_tx_wait", kernel::static_lock_class!()),
-                kick <- BhWork::new(c"rrxe_qp_kick", kernel::static_lock_class!()),
-                eng <- new_spinlock!(eng, "rrxe_qp"),
-                qpn: s.qpn,
-                qp_type: s.qp_type,
-                pd_id: s.pd_id,
-                sig_all: s.sig_all,
-                dev: s.dev,
-                scq: s.scq,
-                rcq: s.rcq,
-                sq,
-                rq,
-                srq: s.srq,
-                kernel: s.kernel,
-                handle: s.handle,
-                events: s.events,
-                rewind: Atomic::new(0),
-            }),
-            crate::params::gfp_user(),
-        )
-    }
-
     /// Returns the QP number.
     pub(crate) fn qpn(&self) -> u32 {
         self.qpn
@@ -460,7 +352,7 @@ impl QpShared {
             self.rcq.error_event();
         }
         if let (true, Some(srq)) = (ev.srq_limit, &self.srq) {
-            srq.limit_reached();
+            srq.obj.limit_reached();
         }
         if ev.access_err {
             self.events.raise(QpEvent::AccessErr);

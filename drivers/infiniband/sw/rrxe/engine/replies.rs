@@ -7,7 +7,7 @@
 //! MTU. Building them all at once, in the softirq that received the request and under the
 //! engine lock, would starve the host and overflow the transmit queue (the requester then
 //! asks again, and the responder builds them all again). Instead a READ's responses are
-//! queued here ([`Queued::Read`]) and sent at most [`REPLY_BUDGET`] packets per run: the
+//! queued here ([`Queued::Read`]) and sent at most a run's [`Budget`] of packets: the
 //! first run is the receive softirq's, the next ones the QP's BH work, which re-queues itself
 //! while responses remain (as NAPI does). When the transmit queue is full
 //! (`NET_XMIT_DROP`), the QP stops and tries the same packet again after
@@ -27,10 +27,12 @@
 //! since a region may not be held across runs: a region deregistered in between ends the
 //! responses, and the requester's retry then draws the NAK.
 
-use super::{mem::Mem, path_mtu, xmit::PKEY, Engine, QpShared};
+use super::{path_mtu, xmit::PKEY, Engine, QpShared};
+use crate::budget::Budget;
 use crate::counters::PortCounter;
 use crate::fifo::Fifo;
-use crate::mr::Need;
+use crate::mem::Need;
+use crate::mem::{Key, Mem};
 use crate::odp::{Resume, FAULT_AHEAD};
 use crate::proto::{
     aeth::Syndrome,
@@ -39,12 +41,6 @@ use crate::proto::{
 };
 use kernel::prelude::*;
 use kernel::rdma::trace;
-
-/// Response packets a QP sends per run (receive softirq, BH work or timer): NAPI's default
-/// weight, and the requester's budget. A 64 KiB READ at MTU 1024 leaves in one run; at 16
-/// per run, each READ waited for three more runs of the BH work and `ib_read_bw` between
-/// the bench guests ran at 6.5 MB/s against rdma_rxe's 14.2 (18.0 against 12.2 at 64).
-pub(super) const REPLY_BUDGET: u32 = 64;
 
 /// How long a QP waits when the transmit queue is full before it tries again (1 ms).
 pub(super) const TX_WAIT_US: u32 = 1000;
@@ -148,7 +144,7 @@ impl QpShared {
         let mem = if rd.len == 0 {
             None
         } else {
-            Some(self.resolve(rd.rkey, rd.va, rd.len, Need::RemoteRead)?)
+            Some(self.resolve(Key::from_raw(rd.rkey), rd.va, rd.len, Need::RemoteRead)?)
         };
         // A READ at PSN `p` tells that the requester has every response before `p` and
         // can take none after it until this READ's: a new READ comes after everything
@@ -168,7 +164,7 @@ impl QpShared {
         Ok(())
     }
 
-    /// Sends queued responses, at most [`REPLY_BUDGET`] packets; if some remain, the QP's
+    /// Sends queued responses, at most a run's [`Budget`] of packets; if some remain, the QP's
     /// BH work carries on (or its `tx_wait` timer, when the transmit queue is full).
     pub(super) fn send_replies(&self, e: &mut Engine) {
         self.send_replies_with(e, None);
@@ -177,8 +173,8 @@ impl QpShared {
     /// [`Self::send_replies`], with the region of the READ with MSN `msn` already resolved
     /// in this run (`resolved`).
     fn send_replies_with(&self, e: &mut Engine, mut resolved: Option<(Msn, Mem<'_>)>) {
-        let mut budget = REPLY_BUDGET;
-        while budget > 0 {
+        let mut budget = Budget::run();
+        while !budget.is_spent() {
             let Some(&mut front) = e.replies.front_mut() else {
                 return;
             };
@@ -197,7 +193,7 @@ impl QpShared {
                         Some((msn, mem)) if msn == rd.msn => Some(mem),
                         _ => None,
                     };
-                    match self.send_read_burst(e, &rd, next, budget, mem) {
+                    match self.send_read_burst(e, &rd, next, budget.left(), mem) {
                         Burst::Done(sent) => sent.max(1),
                         Burst::More(next) => {
                             if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
@@ -225,7 +221,7 @@ impl QpShared {
                 }
             };
             e.replies.pop_front();
-            budget = budget.saturating_sub(cost);
+            budget.spend(cost);
         }
         if !e.replies.is_empty() {
             self.stats(e).inc(PortCounter::ReplyYields);
@@ -248,7 +244,7 @@ impl QpShared {
         let mem = match mem {
             Some(mem) => Some(mem),
             None if rd.len == 0 => None,
-            None => match self.resolve(rd.rkey, rd.va, rd.len, Need::RemoteRead) {
+            None => match self.resolve(Key::from_raw(rd.rkey), rd.va, rd.len, Need::RemoteRead) {
                 Ok(mem) => Some(mem),
                 // The region went away: stop here (the requester's retry draws a NAK).
                 Err(_) => return Burst::Done(0),

@@ -3,7 +3,8 @@
 //! The requester of a connected QP (RC, UC): send WQEs from the ring into the wire core's
 //! [`Sender`], request packets out, responses in.
 //!
-//! A send WQE is copied once out of its work queue into the shadow ring ([`Shadow`]):
+//! A send WQE is copied once out of its work queue into the shadow ring
+//! ([`Shadow`](super::shadow::Shadow), `shadow.rs`):
 //! validated there if it came from a user's ring, already checked if a kernel consumer
 //! posted it (`wq.rs`). With every local key it names resolved, it is posted to the sender
 //! under its shadow slot number; from then on only the copy is read: to build each request
@@ -24,141 +25,22 @@
 //!
 //! [`Transport::Uc`]: crate::proto::rc::Transport::Uc
 
-use super::{replies::TX_WAIT_US, xmit::PKEY, Engine, Events, QpShared, REWIND_WAIT, SQ_SLOTS};
+use super::{replies::TX_WAIT_US, xmit::PKEY, Engine, Events, QpShared, REWIND_WAIT};
+use crate::budget::Budget;
 use crate::counters::PortCounter;
-use crate::mr::Need;
-use crate::mw::BindRequest;
+use crate::mem::Need;
+use crate::mem::{BindRequest, Key};
 use crate::odp::{Resume, FAULT_AHEAD};
 use crate::proto::{
     aeth::{NakCode, Syndrome},
     opcode::QpType as WireQpType,
     packet::Packet,
-    rc::{Deliver, PostedWqe, Response, SendAction, TxPacket, WcStatus, WqeHeaders, WrOp},
-    uabi::{self, CheckedSendWqe, SendData, SendFlags, SendOp, SendQueueParams, SendWqe},
+    rc::{Deliver, PostedWqe, Response, SendAction, TxPacket, WcStatus, WqeHeaders},
+    uabi::{SendData, SendFlags, SendOp, WrOpcode},
 };
-use kernel::alloc::KVVec;
 use kernel::prelude::*;
 use kernel::rdma::trace::{self, RetryCause};
 use kernel::sync::atomic::ordering::Relaxed;
-
-/// Copies of the send WQEs in flight: up to `SQ_SLOTS` slots (as many as the send queue
-/// depth the QP was created with: a QP of 16 WRs does not pay for 128 copies, nor one of 64
-/// for the 127 its ring holds), used as a ring in posting order. A WQE is copied out of the
-/// ring whole into `scratch` and validated there; its slot keeps what was validated
-/// ([`CheckedSendWqe`]) and the WQE's data area (SGE list, inline data or ATOMIC WRITE
-/// operand), the only bytes read after validation: building a packet, placing a response
-/// or completing the WQE never validates it again. The requester starts a WQE only while a
-/// slot is free.
-///
-/// # Invariants
-///
-/// `0 < slots <= SQ_SLOTS`, `scratch` holds `elem` bytes, `data` holds `slots * area`
-/// bytes (`area` is `elem` less the WQE's fixed part) and `wqes` `slots` entries,
-/// `next < slots`.
-pub(super) struct Shadow {
-    scratch: KVVec<u8>,
-    data: KVVec<u8>,
-    wqes: KVVec<Option<CheckedSendWqe>>,
-    area: usize,
-    slots: u32,
-    /// The slot the next WQE goes to.
-    next: u32,
-}
-
-impl Shadow {
-    /// Returns an empty shadow ring of `slots` slots (1 to `SQ_SLOTS`) for WQEs of `elem`
-    /// bytes.
-    pub(super) fn new(elem: usize, slots: usize) -> Result<Self> {
-        let slots = slots.clamp(1, SQ_SLOTS);
-        let area = elem.saturating_sub(uabi::SEND_WQE_DATA_OFFSET);
-        let len = slots.checked_mul(area).ok_or(EINVAL)?;
-        Ok(Self {
-            scratch: KVVec::from_elem(0u8, elem, crate::params::gfp_user())?,
-            data: KVVec::from_elem(0u8, len, crate::params::gfp_user())?,
-            wqes: KVVec::from_elem(None, slots, crate::params::gfp_user())?,
-            area,
-            slots: u32::try_from(slots).map_err(|_| EINVAL)?,
-            next: 0,
-        })
-    }
-
-    /// Returns the number of slots: the most send WQEs in flight.
-    pub(super) fn slots(&self) -> usize {
-        // `slots <= SQ_SLOTS` by the type invariant.
-        self.slots as usize
-    }
-
-    /// Returns the data area kept for slot `id`.
-    fn area(&self, id: u32) -> Option<&[u8]> {
-        let start = usize::try_from(id).ok()?.checked_mul(self.area)?;
-        self.data.get(start..start.checked_add(self.area)?)
-    }
-
-    /// Returns the data area of slot `id` for writing.
-    fn area_mut(&mut self, id: u32) -> Option<&mut [u8]> {
-        let start = usize::try_from(id).ok()?.checked_mul(self.area)?;
-        self.data.get_mut(start..start.checked_add(self.area)?)
-    }
-
-    /// Returns the buffer a WQE for slot `id` is copied into from its ring, before
-    /// [`Self::check`] (what slot `id` held is forgotten).
-    pub(super) fn scratch_for(&mut self, id: u32) -> Option<&mut [u8]> {
-        *self.wqes.get_mut(usize::try_from(id).ok()?)? = None;
-        Some(&mut self.scratch)
-    }
-
-    /// Validates the WQE copied into the scratch buffer and keeps the result, with its data
-    /// area, in slot `id`.
-    pub(super) fn check(
-        &mut self,
-        id: u32,
-        p: &SendQueueParams,
-    ) -> core::result::Result<SendWqe<'_>, WcStatus> {
-        let i = usize::try_from(id).map_err(|_| WcStatus::LocQpOpErr)?;
-        let checked = uabi::validate_send_wqe(&self.scratch, p)
-            .map_err(|e| e.send_status())?
-            .detach();
-        // The data area is the scratch copy's bytes after the fixed part (`area` of them).
-        let start = i.checked_mul(self.area).ok_or(WcStatus::LocQpOpErr)?;
-        let to = start
-            .checked_add(self.area)
-            .and_then(|end| self.data.get_mut(start..end))
-            .ok_or(WcStatus::LocQpOpErr)?;
-        let from = self
-            .scratch
-            .get(uabi::SEND_WQE_DATA_OFFSET..)
-            .unwrap_or_default();
-        to.iter_mut().zip(from).for_each(|(d, s)| *d = *s);
-        *self.wqes.get_mut(i).ok_or(WcStatus::LocQpOpErr)? = Some(checked);
-        self.wqe(id).ok_or(WcStatus::LocQpOpErr)
-    }
-
-    /// Puts a kernel consumer's checked WQE in slot `id`, with its local data where
-    /// [`CheckedSendWqe::attach_area`] finds it; `None` if the data does not fit.
-    pub(super) fn install(&mut self, id: u32, wqe: CheckedSendWqe, data: &[u8]) -> Option<()> {
-        *self.wqes.get_mut(usize::try_from(id).ok()?)? = None;
-        self.area_mut(id)?
-            .get_mut(..data.len())?
-            .copy_from_slice(data);
-        *self.wqes.get_mut(usize::try_from(id).ok()?)? = Some(wqe);
-        Some(())
-    }
-
-    /// Returns the validated WQE in slot `id`, if it was validated since it was copied.
-    pub(super) fn wqe(&self, id: u32) -> Option<SendWqe<'_>> {
-        let checked = (*self.wqes.get(usize::try_from(id).ok()?)?)?;
-        checked.attach_area(self.area(id)?)
-    }
-
-    /// Starts over from slot 0 (the QP went back to RESET).
-    pub(super) fn reset(&mut self) {
-        self.next = 0;
-        self.wqes.iter_mut().for_each(|w| *w = None);
-    }
-}
-
-/// Request packets a QP sends per run (doorbell, receive softirq, BH work or timer).
-const TX_BUDGET: u32 = 64;
 
 impl QpShared {
     /// Moves posted WQEs into the sender, transmits what it allows and carries out its
@@ -169,10 +51,14 @@ impl QpShared {
             return;
         }
         self.fill_sender(e);
-        // At most `TX_BUDGET` packets per run (a UC sender's window does not bound it: a
-        // packet handed out is done); the QP's BH work carries on.
-        let mut budget = TX_BUDGET;
+        // At most a run's budget of packets and local operations (a UC sender's window does
+        // not bound them: a packet handed out is done); the QP's BH work carries on.
+        let mut budget = Budget::run();
         loop {
+            if !budget.take() {
+                self.kick.queue(self);
+                break;
+            }
             // A local operation the sender reached is carried out here, in send queue order.
             if let Some((id, op)) = e.sender.next_local() {
                 let ok = self.run_local(e, id, op).is_ok();
@@ -180,11 +66,6 @@ impl QpShared {
                     self.stats(e).inc(PortCounter::LocalOpErrors);
                 }
                 e.sender.local_done(id, ok);
-                budget -= 1;
-                if budget == 0 {
-                    self.kick.queue(self);
-                    break;
-                }
                 continue;
             }
             let Some(p) = e.sender.next_packet() else {
@@ -205,11 +86,6 @@ impl QpShared {
             }
             // Any other failure loses the packet: the retransmit timer recovers it (RC).
             self.count_sent(e, sent, p.retransmit);
-            budget -= 1;
-            if budget == 0 {
-                self.kick.queue(self);
-                break;
-            }
         }
         self.drain_actions(e, ev);
         if e.sq_error.is_some() && e.sender.is_idle() {
@@ -241,7 +117,7 @@ impl QpShared {
     /// Copies, validates and posts the WQEs the consumer added to the send queue.
     fn fill_sender(&self, e: &mut Engine) {
         while e.sq_error.is_none() && e.sender.has_room() && e.sender.wqes() < e.shadow.slots() {
-            let id = e.shadow.next;
+            let id = e.shadow.next_slot();
             let prod = match self.load_next_wqe(e, id) {
                 Ok(Some(prod)) => prod,
                 Ok(None) => return,
@@ -267,7 +143,7 @@ impl QpShared {
                 e.sq_error = Some(WcStatus::LocQpOpErr);
                 return;
             }
-            e.shadow.next = id.wrapping_add(1) % e.shadow.slots;
+            e.shadow.advance();
         }
     }
 
@@ -275,7 +151,7 @@ impl QpShared {
     /// the sender needs of it.
     fn check_send_wqe(&self, e: &Engine, id: u32) -> core::result::Result<PostedWqe, WcStatus> {
         let wqe = e.shadow.wqe(id).ok_or(WcStatus::LocQpOpErr)?;
-        let op = WrOp::from_wr_opcode(wqe.opcode()).ok_or(WcStatus::LocQpOpErr)?;
+        let op = wqe.opcode();
         // READ and atomic results are written into the local buffers.
         let need = if op.is_read_or_atomic() {
             Need::LocalWrite
@@ -283,7 +159,7 @@ impl QpShared {
             Need::LocalRead
         };
         let len = match op {
-            WrOp::CompareSwap | WrOp::FetchAdd | WrOp::AtomicWrite => 8,
+            WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd | WrOpcode::AtomicWrite => 8,
             _ => wqe.length(),
         };
         if let SendData::Sges(sges) = wqe.data() {
@@ -308,15 +184,17 @@ impl QpShared {
 
     /// Carries out the local operation whose copy is shadow slot `id`: a fast registration,
     /// a local invalidation or a memory window bind.
-    fn run_local(&self, e: &Engine, id: u32, op: WrOp) -> Result {
+    fn run_local(&self, e: &Engine, id: u32, op: WrOpcode) -> Result {
         let wqe = e.shadow.wqe(id).ok_or(EINVAL)?;
         match (op, *wqe.op()) {
-            (WrOp::RegMr, SendOp::RegMr { key, access }) => self.fast_register(key, access),
-            (WrOp::LocalInv, SendOp::LocalInv { rkey }) => self.invalidate(rkey),
-            (WrOp::BindMw, SendOp::BindMw(f)) => self.bind_mw(&BindRequest {
-                mr_lkey: f.mr_lkey,
-                mw_rkey: f.mw_rkey,
-                rkey: f.rkey,
+            (WrOpcode::RegMr, SendOp::RegMr { key, access }) => {
+                self.fast_register(Key::from_raw(key), access)
+            }
+            (WrOpcode::LocalInv, SendOp::LocalInv { rkey }) => self.invalidate(Key::from_raw(rkey)),
+            (WrOpcode::BindMw, SendOp::BindMw(f)) => self.bind_mw(&BindRequest {
+                mr_lkey: Key::from_raw(f.mr_lkey),
+                mw_rkey: Key::from_raw(f.mw_rkey),
+                rkey: Key::from_raw(f.rkey),
                 addr: f.addr,
                 length: f.length,
                 access: f.access,

@@ -16,7 +16,7 @@
 
 use super::{Engine, Events, QpShared};
 use crate::counters::PortCounter;
-use crate::mr::Need;
+use crate::mem::{Key, Need};
 use crate::odp::FAULT_AHEAD;
 use crate::proto::{
     aeth::{NakCode, Syndrome},
@@ -91,6 +91,7 @@ impl QpShared {
                 .scatter(e, offset, pkt.payload)
                 .map_err(|_| LocalError::RecvProtection),
             Some(Placement::Remote { va, rkey }) => {
+                let rkey = Key::from_raw(rkey);
                 // The first packet of a WRITE (with its RETH) resolves the whole message's
                 // range, the others their own payload's.
                 let payload = u32::try_from(pkt.payload.len()).unwrap_or(u32::MAX);
@@ -104,7 +105,7 @@ impl QpShared {
         // QP's PD, before its receive completes; an rkey that names no such region (a user
         // region, another PD, a stale key) is an invalid request, as rdma_rxe answers.
         let placed = match (placed, out.complete.and_then(|c| c.inv_rkey)) {
-            (Ok(()), Some(rkey)) => self.invalidate(rkey).map_err(|_| {
+            (Ok(()), Some(rkey)) => self.invalidate(Key::from_raw(rkey)).map_err(|_| {
                 self.stats(e).inc(PortCounter::BadInvalidates);
                 LocalError::BadInvalidate
             }),
@@ -116,7 +117,8 @@ impl QpShared {
         };
         if let Some(rd) = out.read {
             if self.reply_read(e, rd).is_err() {
-                let le = self.access_error(ev, rd.rkey, rd.va, rd.len, Need::RemoteRead);
+                let le =
+                    self.access_error(ev, Key::from_raw(rd.rkey), rd.va, rd.len, Need::RemoteRead);
                 let out = e.resp.on_local_error(le);
                 self.finish_request(e, ev, &out);
                 return true;
@@ -133,7 +135,7 @@ impl QpShared {
                         AtomicOp::Write { .. } => Need::RemoteWrite,
                         _ => Need::RemoteAtomic,
                     };
-                    let le = self.access_error(ev, a.rkey, a.va, 8, need);
+                    let le = self.access_error(ev, Key::from_raw(a.rkey), a.va, 8, need);
                     let out = e.resp.on_local_error(le);
                     self.finish_request(e, ev, &out);
                     return true;
@@ -186,7 +188,7 @@ impl QpShared {
                 } else {
                     Need::RemoteWrite
                 };
-                self.ensure_present_ahead(rkey, va, len, left, need, None)
+                self.ensure_present_ahead(Key::from_raw(rkey), va, len, left, need, None)
             }
         }
     }
@@ -197,7 +199,7 @@ impl QpShared {
     fn access_error(
         &self,
         ev: &mut Events,
-        rkey: u32,
+        rkey: Key,
         va: u64,
         len: u32,
         need: Need,
@@ -205,7 +207,7 @@ impl QpShared {
         qp_dbg!(
             self,
             "rkey {:#x} refused for {:?} of {} bytes at {:#x}: {}\n",
-            rkey,
+            rkey.raw(),
             need,
             len,
             va,
@@ -228,17 +230,17 @@ impl QpShared {
             // Only the global visibility type is ever granted (no region can be registered
             // for persistence): what this CPU wrote into the region is made visible before
             // the acknowledgment goes out, as rdma_rxe's wmb().
-            self.check_flush(a.rkey, a.va, len, whole_region)?;
+            self.check_flush(Key::from_raw(a.rkey), a.va, len, whole_region)?;
             barrier::mb(barrier::Write);
             return Ok(0);
         }
         if let AtomicOp::Write { value } = a.op {
-            let mem = self.resolve(a.rkey, a.va, 8, Need::RemoteWrite)?;
+            let mem = self.resolve(Key::from_raw(a.rkey), a.va, 8, Need::RemoteWrite)?;
             let _guard = self.dev.atomic_lock.lock();
             mem.write(0, &value.to_ne_bytes())?;
             return Ok(0);
         }
-        let mem = self.resolve(a.rkey, a.va, 8, Need::RemoteAtomic)?;
+        let mem = self.resolve(Key::from_raw(a.rkey), a.va, 8, Need::RemoteAtomic)?;
         let _guard = self.dev.atomic_lock.lock();
         let mut word = [0u8; 8];
         mem.read(0, &mut word)?;
@@ -275,7 +277,7 @@ impl QpShared {
             if e.stage_taken {
                 return e.stage.wqe().map(|w| Some((w.length(), 0))).ok_or(());
             }
-            return match srq.data().shared.take(&mut e.stage) {
+            return match srq.queue.take(&mut e.stage) {
                 Ok(Some(t)) => {
                     e.stage_taken = true;
                     ev.srq_limit |= t.limit_reached;

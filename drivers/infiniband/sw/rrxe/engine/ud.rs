@@ -8,14 +8,15 @@
 //! only with the QP's Q_Key; without a posted receive it is dropped, as on a wire.
 
 use super::{
-    comp::CqSide,
+    cqe::CqSide,
     path_mtu,
     xmit::{Path, PKEY},
-    Engine, Events, QpShared, WQE_BUDGET,
+    Engine, Events, QpShared,
 };
+use crate::budget::Budget;
 use crate::counters::PortCounter;
 use crate::cq::RecvOrigin;
-use crate::mr::Need;
+use crate::mem::Need;
 use crate::odp::Resume;
 use crate::proto::{
     bth::{BthFields, Qpn},
@@ -36,9 +37,10 @@ const GRH_LEN: usize = 40;
 
 impl QpShared {
     /// UD: sends posted WQEs, each as one datagram, and completes them (unreliable: there is
-    /// nothing to wait for), at most [`WQE_BUDGET`] per run.
+    /// nothing to wait for), at most a run's [`Budget`] of them.
     pub(super) fn pump_ud(&self, e: &mut Engine, ev: &mut Events) {
-        for _ in 0..WQE_BUDGET {
+        let mut budget = Budget::run();
+        while budget.take() {
             let status = match self.load_next_wqe(e, 0) {
                 Ok(Some(_)) if !self.ud_payload_present(e) => {
                     // On-demand paging memory not present: the WQE waits (not started) for

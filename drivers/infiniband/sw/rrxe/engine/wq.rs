@@ -21,9 +21,9 @@
 //! [`Shadow`]: super::req::Shadow
 
 use super::{Engine, QpShared};
-use crate::mr::Need;
+use crate::mem::{Key, Need};
 use crate::proto::{
-    rc::{Transport, WcStatus, WrOp},
+    rc::WcStatus,
     uabi::{
         self, CheckedRecvWqe, CheckedSendWqe, KernelData, KernelProducer, KernelSendWr, Publish,
         QueueGeometry, RecvQueueParams, RecvWqe, RxeSgeFields, SendFlags, Slot,
@@ -352,14 +352,9 @@ impl QpShared {
     /// its SGEs, or its payload if it is inline.
     pub(crate) fn push_send(&self, wr: &KernelSendWr, sges: &[Sge]) -> Result {
         self.with_engine(|this, e, _| {
-            // The operations this QP's transport has (the wire core's sender refuses the
+            // The operations this QP's type allows (the wire core's sender refuses the
             // others): refused by `ib_post_send`, which points `bad_wr` at the request.
-            let op = WrOp::from_wr_opcode(wr.opcode).ok_or(EINVAL)?;
-            let transport = match this.qp_type {
-                crate::proto::opcode::QpType::Uc => Transport::Uc,
-                _ => Transport::Rc,
-            };
-            if this.qp_type != crate::proto::opcode::QpType::Ud && !op.allowed_on(transport) {
+            if !wr.opcode.allowed_on(this.qp_type) {
                 return Err(EINVAL);
             }
             let params = e.sq_params;
@@ -403,8 +398,13 @@ impl QpShared {
             let n = usize::try_from(s.length())?;
             let end = off.checked_add(n).ok_or(EINVAL)?;
             let dst = area.get_mut(off..end).ok_or(EINVAL)?;
-            self.resolve(s.lkey(), s.addr(), s.length(), Need::LocalRead)?
-                .read(0, dst)?;
+            self.resolve(
+                Key::from_raw(s.lkey()),
+                s.addr(),
+                s.length(),
+                Need::LocalRead,
+            )?
+            .read(0, dst)?;
             off = end;
         }
         Ok(u32::try_from(off)?)

@@ -17,7 +17,7 @@ use crate::proto::{
     ip::{self, IpParams},
     packet::{self, PacketSpec},
 };
-use crate::wire::kernel_crc32;
+use crate::crc::kernel_crc32;
 use kernel::prelude::*;
 use kernel::rdma::{
     net::{Route, TxBuf},

@@ -30,7 +30,7 @@ pub mod requester;
 pub mod responder;
 
 pub use completer::{Deliver, Response, SendAction};
-pub use requester::{PostedWqe, Sender, SenderConfig, Transport, TxPacket, WqeHeaders, WrOp};
+pub use requester::{PostedWqe, Sender, SenderConfig, Transport, TxPacket, WqeHeaders};
 pub use responder::{
     AtomicExec, AtomicOp, AtomicReply, Placement, ReadReply, Reply, Request, Resource,
     ResourceTable, RespOutcome, Responder, ResponderConfig, Touches,

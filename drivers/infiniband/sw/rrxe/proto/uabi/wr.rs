@@ -4,7 +4,7 @@
 //! placement types and levels) and the largest message size rxe reports ([`MAX_MSG_SIZE`]).
 
 use super::super::opcode::{lookup, Op, Opcode, Position, QpType};
-use super::wc::WcOpcode;
+use super::wc::{WcOpcode, WcStatus};
 
 /// A work-request opcode of a send WQE (`IB_UVERBS_WR_*` = `IBV_WR_*` = `IB_WR_*`).
 ///
@@ -12,7 +12,7 @@ use super::wc::WcOpcode;
 /// which upstream lists for RC but cannot turn into a packet), the masked atomics (12, 13),
 /// and the `IB_WR_RESERVED*` values. [`Self::RegMr`] is kernel-only: [`Self::from_raw`]
 /// (user WQEs) refuses it, [`Self::from_raw_kernel`] accepts it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum WrOpcode {
     /// RDMA WRITE.
@@ -20,6 +20,7 @@ pub enum WrOpcode {
     /// RDMA WRITE with immediate.
     RdmaWriteWithImm = 1,
     /// SEND.
+    #[default]
     Send = 2,
     /// SEND with immediate.
     SendWithImm = 3,
@@ -183,6 +184,8 @@ impl WrOpcode {
         match self {
             Self::LocalInv => qp == QpType::Rc,
             Self::BindMw | Self::RegMr => matches!(qp, QpType::Rc | QpType::Uc),
+            // Every other opcode has its RC packets ([`Self::opcode`], no table lookup).
+            _ if qp == QpType::Rc => true,
             _ => self.packet_opcode(qp, Position::Only).is_some(),
         }
     }
@@ -200,6 +203,122 @@ impl WrOpcode {
             Self::Flush => WcOpcode::Flush,
             Self::AtomicWrite => WcOpcode::AtomicWrite,
             Self::RegMr => WcOpcode::RegMr,
+        }
+    }
+}
+
+/// What each work-request opcode is to the requester: how many PSNs it takes, which opcode
+/// each of its request packets has on RC and on UC, whether it takes a responder resource
+/// at the peer, whether it is a local operation. With [`WrOpcode::allowed_on`] (which QP
+/// types may post it) and [`WrOpcode::wc_opcode`] (the completion it produces), the one
+/// vocabulary of work-request opcodes: the sender, the WQE validation and the completions
+/// all use these (Documentation/rrxe.rst, "Adding a work-request opcode").
+impl WrOpcode {
+    /// Returns `true` for RDMA READ and the atomics, which are completed by a response
+    /// carrying data rather than by a plain ACK.
+    pub const fn is_read_or_atomic(self) -> bool {
+        matches!(
+            self,
+            Self::RdmaRead | Self::AtomicCmpAndSwp | Self::AtomicFetchAndAdd
+        )
+    }
+
+    /// Returns `true` for the operations that take a responder resource at the peer, and
+    /// so count against the initiator depth (`max_rd_atomic`): READ, the atomics, ATOMIC
+    /// WRITE and FLUSH.
+    pub const fn uses_responder_resource(self) -> bool {
+        self.is_read_or_atomic() || self.acked_by_empty_read_response()
+    }
+
+    /// Returns `true` for ATOMIC WRITE and FLUSH, which the responder answers with an empty
+    /// RDMA READ response ONLY carrying their PSN (as rdma_rxe), an acknowledgment.
+    pub const fn acked_by_empty_read_response(self) -> bool {
+        matches!(self, Self::AtomicWrite | Self::Flush)
+    }
+
+    /// Returns `true` for the local operations, which send no packet and take no PSN: the
+    /// sender hands them to its caller to carry out ([`Sender::next_local`]) when it
+    /// reaches them in send queue order.
+    ///
+    /// [`Sender::next_local`]: super::Sender::next_local
+    pub const fn is_local(self) -> bool {
+        matches!(self, Self::LocalInv | Self::RegMr | Self::BindMw)
+    }
+
+    /// Returns the status a local operation that failed completes with: a bind that the
+    /// rules refuse is `IB_WC_MW_BIND_ERR`, anything else `IB_WC_LOC_QP_OP_ERR`.
+    pub const fn local_error(self) -> WcStatus {
+        match self {
+            Self::BindMw => WcStatus::MwBindErr,
+            _ => WcStatus::LocQpOpErr,
+        }
+    }
+
+    /// Returns `true` if the request packets carry the WQE's data as payload.
+    pub const fn has_payload(self) -> bool {
+        !self.is_read_or_atomic() && !self.is_local() && !matches!(self, Self::Flush)
+    }
+
+    /// Returns how many PSNs a WQE uses whose data takes `packets` packets at the path MTU
+    /// (`PathMtu::packets`).
+    pub const fn psn_count(self, packets: u32) -> u32 {
+        match self {
+            Self::LocalInv | Self::RegMr | Self::BindMw => 0,
+            Self::AtomicCmpAndSwp | Self::AtomicFetchAndAdd | Self::AtomicWrite | Self::Flush => 1,
+            _ => packets,
+        }
+    }
+
+    /// Returns the RC opcode of a request packet of this operation at the given position
+    /// (rxe `next_opcode_rc()`); READ, the atomics, ATOMIC WRITE and FLUSH are always
+    /// single-packet; `None` for the
+    /// local operations, which have no packets.
+    pub const fn opcode(self, first: bool, last: bool) -> Option<Opcode> {
+        use Opcode as O;
+        Some(match (self, first, last) {
+            (Self::LocalInv | Self::RegMr | Self::BindMw, _, _) => return None,
+            (Self::RdmaRead, _, _) => O::RC_RDMA_READ_REQUEST,
+            (Self::AtomicCmpAndSwp, _, _) => O::RC_COMPARE_SWAP,
+            (Self::AtomicFetchAndAdd, _, _) => O::RC_FETCH_ADD,
+            (Self::AtomicWrite, _, _) => O::RC_ATOMIC_WRITE,
+            (Self::Flush, _, _) => O::RC_FLUSH,
+            (Self::Send | Self::SendWithImm | Self::SendWithInv, true, false) => O::RC_SEND_FIRST,
+            (Self::Send | Self::SendWithImm | Self::SendWithInv, false, false) => O::RC_SEND_MIDDLE,
+            (Self::Send, true, true) => O::RC_SEND_ONLY,
+            (Self::Send, false, true) => O::RC_SEND_LAST,
+            (Self::SendWithImm, true, true) => O::RC_SEND_ONLY_WITH_IMMEDIATE,
+            (Self::SendWithImm, false, true) => O::RC_SEND_LAST_WITH_IMMEDIATE,
+            (Self::SendWithInv, true, true) => O::RC_SEND_ONLY_WITH_INVALIDATE,
+            (Self::SendWithInv, false, true) => O::RC_SEND_LAST_WITH_INVALIDATE,
+            (Self::RdmaWrite | Self::RdmaWriteWithImm, true, false) => O::RC_RDMA_WRITE_FIRST,
+            (Self::RdmaWrite | Self::RdmaWriteWithImm, false, false) => O::RC_RDMA_WRITE_MIDDLE,
+            (Self::RdmaWrite, true, true) => O::RC_RDMA_WRITE_ONLY,
+            (Self::RdmaWrite, false, true) => O::RC_RDMA_WRITE_LAST,
+            (Self::RdmaWriteWithImm, true, true) => O::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+            (Self::RdmaWriteWithImm, false, true) => O::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+        })
+    }
+
+    /// Returns the UC opcode of a request packet of this operation at the given position
+    /// (rxe `next_opcode_uc()`), from the opcode table: the UC counterpart of the RC packet
+    /// ([`OpInfo::counterpart`]). `None` for the operations UC does not carry, those whose
+    /// single-packet message has no UC opcode: RDMA READ, the atomics and SEND with
+    /// invalidate (IBA Table 38; a SEND with invalidate would start like a SEND).
+    ///
+    /// [`OpInfo::counterpart`]: super::super::opcode::OpInfo::counterpart
+    pub fn uc_opcode(self, first: bool, last: bool) -> Option<Opcode> {
+        let uc = |opcode: Opcode| opcode.info()?.counterpart(QpType::Uc);
+        uc(self.opcode(true, true)?)?;
+        uc(self.opcode(first, last)?).map(|i| i.opcode)
+    }
+
+    /// Returns the opcode of a request packet of this operation at the given position on a
+    /// connected `qp` QP (RC or UC), or `None` if that transport does not carry the operation.
+    pub fn opcode_on(self, qp: QpType, first: bool, last: bool) -> Option<Opcode> {
+        match qp {
+            QpType::Rc => self.opcode(first, last),
+            QpType::Uc => self.uc_opcode(first, last),
+            _ => None,
         }
     }
 }

@@ -13,7 +13,7 @@ use super::super::super::ext::{
 use super::super::super::opcode::Opcode;
 use super::super::super::packet::PacketSpec;
 use super::super::super::psn::Psn;
-use super::WrOp;
+use super::super::super::uabi::WrOpcode;
 
 /// A send WQE posted to the sender, as it needs it: plain values, no pointers (the caller keeps
 /// the WQE itself, e.g. the validated [`uabi::SendWqe`], and its data).
@@ -25,7 +25,7 @@ pub struct PostedWqe {
     /// [`TxPacket::id`] and [`SendCompletion::id`](super::super::completer::SendCompletion::id).
     pub id: u32,
     /// Operation.
-    pub op: WrOp,
+    pub op: WrOpcode,
     /// Total data length in bytes (SEND/WRITE payload, READ length; ignored for atomics).
     pub len: u32,
     /// `IB_SEND_SOLICITED`: set the BTH SE bit on the last packet of a SEND or WRITE with

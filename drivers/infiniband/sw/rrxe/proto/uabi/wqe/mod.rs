@@ -6,7 +6,7 @@
 //! ([`WqeError`]).
 //!
 //! This file holds what both validations share: the length rule ([`LengthCheck`]) and the
-//! errors ([`WqeError`]) with the completion status each one gets; `send.rs` validates send
+//! errors ([`WqeError`]) with the completion status each one gets; `send/` validates send
 //! WQEs (opcodes, inline data, the `wr` union, UD destinations, and the detached copy a
 //! driver keeps: [`CheckedSendWqe`]), `recv.rs` receive WQEs.
 
@@ -23,7 +23,7 @@ pub use send::*;
 /// Returns the work request id of a send or receive WQE slot without validating the rest:
 /// a WQE that does not validate still completes (with an error or flush status) under its
 /// `wr_id`. `struct rxe_send_wqe` and `struct rxe_recv_wqe` both start with it (checked at
-/// compile time in `layout.rs`); 0 for a slot too short to hold one.
+/// compile time in `layout/wqe.rs`); 0 for a slot too short to hold one.
 pub fn slot_wr_id(slot: &[u8]) -> u64 {
     slot.first_chunk::<8>()
         .map_or(0, |b| u64::from_le_bytes(*b))

@@ -7,7 +7,8 @@
 //! ([`Events`]). Entering ERR ([`QpShared::enter_error`]) completes everything in flight
 //! and everything posted with [`WcStatus::WrFlushErr`], after the completions already due.
 
-use super::{Engine, Events, QpShared, WQE_BUDGET};
+use super::{Engine, Events, QpShared};
+use crate::budget::Budget;
 use crate::counters::PortCounter;
 use crate::cq::RecvOrigin;
 use crate::proto::rc::{responder::RecvCompletion, SendAction, WcStatus};
@@ -196,16 +197,15 @@ impl QpShared {
     }
 
     /// Completes the posted, not started WQEs of both queues with
-    /// [`WcStatus::WrFlushErr`] (in ERR), at most [`WQE_BUDGET`] of each per run; the QP's
+    /// [`WcStatus::WrFlushErr`] (in ERR), at most a run's [`Budget`] of each; the QP's
     /// softirq work flushes the rest.
     pub(super) fn flush_queues(&self, e: &mut Engine, ev: &mut Events) {
-        let mut budget = WQE_BUDGET;
+        let mut budget = Budget::run();
         while let Ok(prod) = self.sq_producer(e) {
-            if budget == 0 {
+            if !budget.take() {
                 self.kick.queue(self);
                 break;
             }
-            budget -= 1;
             let Ok(Some(slot)) = e.sqs.next_to_start(prod) else {
                 break;
             };
@@ -219,13 +219,12 @@ impl QpShared {
                 self.sq_publish(e, p);
             }
         }
-        let mut budget = WQE_BUDGET;
+        let mut budget = Budget::run();
         while let Ok(prod) = self.rq_producer(e) {
-            if budget == 0 {
+            if !budget.take() {
                 self.kick.queue(self);
                 break;
             }
-            budget -= 1;
             let Some(Ok(Some(slot))) = e.rqc.as_ref().map(|c| c.head(prod)) else {
                 break;
             };

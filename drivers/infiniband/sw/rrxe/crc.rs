@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Glue between the wire core ([`crate::proto`]) and the kernel.
+//! The kernel's CRC-32 for the wire core ([`crate::proto`]): the ICRC of every packet.
 //!
 //! The wire core is generic over the CRC-32 implementation; in the module the ICRC uses the
 //! kernel's `crc32_le`, which KUnit cross-checks here against the wire core's own table

@@ -55,13 +55,25 @@
 //! A [`Transport::Uc`] sender has nothing to complete here: its WQEs complete as their
 //! last packets go out (see [`super::requester`]), responses are ignored and no timer is
 //! ever asked for.
+//!
+//! The files split it by concern: this one holds the responses ([`Response`], [`Deliver`])
+//! and what they do (acknowledgment, NAKs, RNR NAKs, READ responses and atomic ACKs);
+//! `recovery.rs` the timers, the go-back-N retry with its counters, and the error state;
+//! `poll.rs` what the caller is told to do ([`SendAction`], [`SendCompletion`]).
 
-use super::super::aeth::{Credits, NakCode, RnrTimer, Syndrome};
+use super::super::aeth::{Credits, NakCode, Syndrome};
 use super::super::opcode::{Op, Opcode, Position};
 use super::super::packet::Packet;
 use super::super::psn::{Msn, Psn};
-use super::requester::{Sender, Slot, Transport, WrOp};
+use super::super::uabi::WrOpcode;
+use super::requester::{Sender, Slot, Transport};
 use super::WcStatus;
+
+mod poll;
+mod recovery;
+
+pub use poll::*;
+pub use recovery::*;
 
 /// The header values of a received response packet: an ACK, NAK or RNR NAK, a READ
 /// response or an atomic ACK.
@@ -136,47 +148,6 @@ pub enum Deliver {
     },
 }
 
-/// A send work completion, in posting order; the caller writes the completion entry (for
-/// a user CQ, a [`uabi::Completion`]).
-///
-/// [`uabi::Completion`]: super::super::uabi::Completion
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SendCompletion {
-    /// The WQE's [`super::PostedWqe::id`].
-    pub id: u32,
-    /// Its operation.
-    pub op: WrOp,
-    /// Its length (`byte_len` of the work completion).
-    pub len: u32,
-    /// Status.
-    pub status: WcStatus,
-}
-
-/// Something the caller must do, returned by [`Sender::poll`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SendAction {
-    /// Report this completion (if signaled, or always when the status is not success).
-    Complete(SendCompletion),
-    /// (Re)start the retransmit timer with the QP's local ACK timeout.
-    ArmRetransmitTimer,
-    /// Stop the retransmit timer.
-    StopRetransmitTimer,
-    /// Start the RNR timer for [`RnrTimer::micros`]; call [`Sender::on_rnr_timeout`] then.
-    ArmRnrTimer(RnrTimer),
-    /// Move the QP to ERR: flush the receive queue and the send WQEs not yet posted to the
-    /// sender (after the completions already returned).
-    EnterError,
-}
-
-/// Returns the local ACK timeout in nanoseconds for the `IB_QP_TIMEOUT` value `t`
-/// (4.096 us * 2^t), or `None` for 0 (no timeout) or values above 31.
-pub fn local_ack_timeout_ns(t: u8) -> Option<u64> {
-    match t {
-        1..=31 => Some(4096u64.wrapping_shl(u32::from(t))),
-        _ => None,
-    }
-}
-
 impl<const N: usize> Sender<N> {
     /// Returns where the data of a READ response or atomic ACK goes, if the sender would
     /// take it now; `None` for any other response, or one it would drop.
@@ -197,7 +168,7 @@ impl<const N: usize> Sender<N> {
             return None;
         }
         match (op, slot.wqe.op) {
-            (Op::ReadResponse, WrOp::Read) => {
+            (Op::ReadResponse, WrOpcode::RdmaRead) => {
                 let first = idx == 0;
                 let last = idx.wrapping_add(1) >= slot.npsn;
                 let position = r.opcode.info()?.position;
@@ -220,7 +191,7 @@ impl<const N: usize> Sender<N> {
                         offset,
                     })
             }
-            (Op::AtomicAck, WrOp::CompareSwap | WrOp::FetchAdd) => {
+            (Op::AtomicAck, WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd) => {
                 match (r.syndrome, r.atomic_orig) {
                     (Syndrome::Ack(_), Some(orig)) => Some(Deliver::AtomicOrig {
                         id: slot.wqe.id,
@@ -319,95 +290,6 @@ impl<const N: usize> Sender<N> {
         }
     }
 
-    /// Processes an expiry of the retransmit timer (local ACK timeout).
-    pub fn on_retransmit_timeout(&mut self) {
-        if self.dead || !self.rto_armed {
-            return;
-        }
-        self.rto_armed = false;
-        // An expiry during an RNR wait is spurious: the RNR timer drives the retry.
-        if self.rnr_wait || self.max_sent.diff(self.una) <= 0 {
-            return;
-        }
-        self.retry(true);
-    }
-
-    /// Resends from the oldest unacknowledged PSN now, without counting a retry: a response
-    /// was dropped because the local memory it goes to was not there (a page fault of
-    /// on-demand paging memory, resolved since), not because the network lost it. Nothing
-    /// during an RNR wait (its timer resends) or with nothing outstanding.
-    pub fn on_fault_resolved(&mut self) {
-        if self.dead || self.rnr_wait || self.max_sent.diff(self.una) <= 0 {
-            return;
-        }
-        self.retry_started = true;
-        self.seek(self.una);
-    }
-
-    /// Processes an expiry of the RNR timer: resend from the RNR NAK'ed PSN.
-    pub fn on_rnr_timeout(&mut self) {
-        if self.dead || !self.rnr_wait {
-            return;
-        }
-        self.rnr_wait = false;
-        self.retry_started = true;
-        self.seek(self.una);
-    }
-
-    /// Moves the send side to the error state (modify to ERR, or a fatal responder error):
-    /// every outstanding WQE is completed by [`Sender::poll`] with
-    /// [`WcStatus::WrFlushErr`].
-    pub fn flush(&mut self) {
-        if !self.dead {
-            self.dead = true;
-            self.flushing = true;
-            self.stop_timers();
-        }
-    }
-
-    /// Returns the next action, or `None` when there is nothing left to do for now.
-    pub fn poll(&mut self) -> Option<SendAction> {
-        if let Some(arm) = self.rto_cmd.take() {
-            return Some(if arm {
-                SendAction::ArmRetransmitTimer
-            } else {
-                SendAction::StopRetransmitTimer
-            });
-        }
-        if let Some(t) = self.rnr_cmd.take() {
-            return Some(SendAction::ArmRnrTimer(t));
-        }
-        if let Some(slot) = self.slot(0).copied() {
-            let status = if self.done > 0 {
-                self.done = self.done.wrapping_sub(1);
-                Some(WcStatus::Success)
-            } else if let Some(status) = self.error.take() {
-                self.flushing = true;
-                Some(status)
-            } else if self.flushing {
-                Some(WcStatus::WrFlushErr)
-            } else {
-                None
-            };
-            if let Some(status) = status {
-                self.head = self.index(1);
-                self.len = self.len.wrapping_sub(1);
-                self.tx_slot = self.tx_slot.saturating_sub(1);
-                return Some(SendAction::Complete(SendCompletion {
-                    id: slot.wqe.id,
-                    op: slot.wqe.op,
-                    len: slot.wqe.len,
-                    status,
-                }));
-            }
-        }
-        if self.error_pending {
-            self.error_pending = false;
-            return Some(SendAction::EnterError);
-        }
-        None
-    }
-
     /// Takes a READ response or atomic ACK.
     fn on_data_response(&mut self, r: &Response) {
         if self.check_response(r).is_some() {
@@ -502,47 +384,5 @@ impl<const N: usize> Sender<N> {
             self.rto_cmd = Some(false);
         }
         true
-    }
-
-    /// Starts a go-back-N retry from `una`, or fails the oldest WQE when the transport
-    /// retry counter is exhausted.
-    fn retry(&mut self, timeout: bool) {
-        if self.retry_left == 0 {
-            self.fail(WcStatus::RetryExcErr);
-            return;
-        }
-        self.retry_left = self.retry_left.wrapping_sub(1);
-        self.retry_started = true;
-        // Packets were lost: send less until acknowledgments show the path has room.
-        self.cwnd
-            .on_loss(self.max_sent.diff(self.una).unsigned_abs(), timeout);
-        if timeout {
-            self.rto_backoff = self
-                .rto_backoff
-                .saturating_add(1)
-                .min(super::requester::MAX_RTO_BACKOFF);
-        } else {
-            // The retransmissions re-arm it.
-            self.rto_armed = false;
-            self.rto_cmd = Some(false);
-        }
-        self.seek(self.una);
-    }
-
-    /// Completes the oldest unacknowledged WQE with `status` and enters the error state.
-    pub(super) fn fail(&mut self, status: WcStatus) {
-        self.dead = true;
-        self.error = Some(status);
-        self.error_pending = true;
-        self.stop_timers();
-    }
-
-    fn stop_timers(&mut self) {
-        self.rnr_wait = false;
-        self.rnr_cmd = None;
-        if self.rto_armed {
-            self.rto_armed = false;
-            self.rto_cmd = Some(false);
-        }
     }
 }

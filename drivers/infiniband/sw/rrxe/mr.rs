@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The memory region verbs: [`RrxeMr`], the driver's part of an `ib_mr`, and what
-//! registers, maps, changes, prefetches and deregisters it.
+//! registers, maps, changes, prefetches and deregisters it. The regions themselves, what
+//! the key table holds, are in [`crate::mem`].
 
-use super::fast::{FastRegion, PageLists};
-use super::user::{UserMem, UserRegion};
-use super::{MrInner, LOCAL_DMA_LKEY, MAX_FAST_REG_PAGES, SUPPORTED_ACCESS};
+use crate::mem::{
+    FastRegion, Key, MrInner, PageLists, UserMem, UserRegion, LOCAL_DMA_LKEY, MAX_FAST_REG_PAGES,
+    SUPPORTED_ACCESS,
+};
 use crate::params::Charge;
 use crate::Rrxe;
 use kernel::prelude::*;
@@ -46,8 +48,8 @@ impl RrxeMr {
             UserMem::Pinned(Umem::get(dev, req.start, len, req.access)?)
         };
         let pd_id = pd.data().id;
-        let mut key = 0;
-        let inner = data.insert_mr(|k| {
+        let mut key = LOCAL_DMA_LKEY;
+        let inner = data.shared.keys.insert(|k| {
             key = k;
             let region = UserRegion::new(umem, req.iova, req.length, req.access, pd_id, k);
             Ok(Arc::new(MrInner::User(region), crate::params::gfp_user())?)
@@ -60,11 +62,11 @@ impl RrxeMr {
 
     /// Returns the keys of a region in the key table under `key` (lkey and rkey alike), and
     /// its state.
-    fn keyed(inner: Arc<MrInner>, key: u32, charge: Charge) -> (MrKeys, Self) {
+    fn keyed(inner: Arc<MrInner>, key: Key, charge: Charge) -> (MrKeys, Self) {
         (
             MrKeys {
-                lkey: key,
-                rkey: key,
+                lkey: key.raw(),
+                rkey: key.raw(),
             },
             Self {
                 inner: Some(inner),
@@ -91,8 +93,8 @@ impl RrxeMr {
         let charge = data.mrs_used.take()?;
         let lists = PageLists::new(usize::try_from(max_num_sg)?)?;
         let pd_id = pd.data().id;
-        let mut key = 0;
-        let inner = data.insert_mr(|k| {
+        let mut key = LOCAL_DMA_LKEY;
+        let inner = data.shared.keys.insert(|k| {
             key = k;
             Ok(Arc::new(
                 MrInner::Fast(FastRegion::new(pd_id, k, lists, dma)?),
@@ -123,7 +125,7 @@ impl RrxeMr {
     /// Prepares an `IB_WR_REG_MR` of `mr` with `key` when a QP of protection domain `pd_id`
     /// posts it ([`FastRegion::prepare_registration`]); `EINVAL` if `mr` is not a fast
     /// region.
-    pub(crate) fn prepare_registration(mr: &Mr<Rrxe>, pd_id: u64, key: u32) -> Result {
+    pub(crate) fn prepare_registration(mr: &Mr<Rrxe>, pd_id: u64, key: Key) -> Result {
         Self::fast(mr)?.prepare_registration(mr, pd_id, key)
     }
 
@@ -137,7 +139,7 @@ impl RrxeMr {
         let charge = pd.device().data().mrs_used.take()?;
         Ok((
             MrKeys {
-                lkey: LOCAL_DMA_LKEY,
+                lkey: LOCAL_DMA_LKEY.raw(),
                 rkey: 0,
             },
             Self {
@@ -174,7 +176,7 @@ impl RrxeMr {
             // here, dropped in process context.
             let mr = {
                 let _bh = BhGuard::new();
-                data.shared.mr(sge.lkey())
+                data.shared.keys.get(Key::from_raw(sge.lkey()))
             }
             .ok_or(EINVAL)?;
             let MrInner::User(u) = &*mr else {
@@ -182,7 +184,12 @@ impl RrxeMr {
             };
             let m = u.odp().ok_or(EINVAL)?;
             let off = u
-                .check_local(sge.lkey(), pd.data().id, sge.addr(), sge.length())
+                .check_local(
+                    Key::from_raw(sge.lkey()),
+                    pd.data().id,
+                    sge.addr(),
+                    sge.length(),
+                )
                 .ok_or(EINVAL)?;
             let len = usize::try_from(sge.length())?;
             match advice {
@@ -207,7 +214,7 @@ impl RrxeMr {
                     dev_data.shared.faults.count_region(false);
                 }
             }
-            dev_data.free_mr_index(inner.index());
+            dev_data.shared.keys.remove(inner);
         }
         Ok(())
     }

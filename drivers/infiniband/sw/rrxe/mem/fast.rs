@@ -9,7 +9,7 @@
 //! the current one names. Every access copies under the region's lock, after checking
 //! again that the registration it was resolved under is still the current one.
 
-use super::BhLocked;
+use super::{BhLocked, Key};
 use crate::proto::target::{AccessError, PageLayout, Region};
 use crate::Rrxe;
 use kernel::new_spinlock;
@@ -54,7 +54,7 @@ struct FastState {
     /// Valid (registered, `key` resolves) or free.
     valid: bool,
     /// The current key.
-    key: u32,
+    key: Key,
     /// Access rights of the registration.
     access: AccessFlags,
     /// Registrations so far: an access resolved under one registration fails once another
@@ -80,7 +80,7 @@ impl PageMap {
 
 /// The two page lists of a fast region of at most `max_pages` pages, allocated before its
 /// key is.
-pub(super) struct PageLists {
+pub(crate) struct PageLists {
     max_pages: usize,
     staged: PageMap,
     active: PageMap,
@@ -88,7 +88,7 @@ pub(super) struct PageLists {
 
 impl PageLists {
     /// Allocates the page lists of a region of at most `max_pages` pages.
-    pub(super) fn new(max_pages: usize) -> Result<Self> {
+    pub(crate) fn new(max_pages: usize) -> Result<Self> {
         Ok(Self {
             max_pages,
             staged: PageMap::new(max_pages)?,
@@ -99,7 +99,7 @@ impl PageLists {
 
 impl FastRegion {
     /// A free region of protection domain `pd_id` under `key`, over kernel memory `dma`.
-    pub(super) fn new(pd_id: u64, key: u32, lists: PageLists, dma: KernelDma) -> Result<Self> {
+    pub(crate) fn new(pd_id: u64, key: Key, lists: PageLists, dma: KernelDma) -> Result<Self> {
         let state = KBox::pin_init(
             new_spinlock!(FastState {
                 valid: false,
@@ -113,7 +113,7 @@ impl FastRegion {
         )?;
         Ok(Self {
             pd_id,
-            index: key >> 8,
+            index: key.index(),
             max_pages: lists.max_pages,
             dma,
             state,
@@ -121,7 +121,7 @@ impl FastRegion {
     }
 
     /// Returns the key table index.
-    pub(super) fn index(&self) -> u32 {
+    pub(crate) fn index(&self) -> u32 {
         self.index
     }
 
@@ -132,14 +132,14 @@ impl FastRegion {
     }
 
     /// Returns the start and length of the registration, if `key` is its current key.
-    pub(super) fn span(&self, key: u32) -> Option<(u64, u64)> {
+    pub(crate) fn span(&self, key: Key) -> Option<(u64, u64)> {
         let st = self.lock();
         (st.valid && st.key == key).then_some((st.active.iova, st.active.length))
     }
 
     /// Returns the registration `key` names, as the wire core checks accesses against it,
     /// and its generation; [`AccessError::StaleKey`] unless the region is valid under `key`.
-    pub(super) fn current(&self, key: u32) -> Result<(Region, u32), AccessError> {
+    pub(crate) fn current(&self, key: Key) -> Result<(Region, u32), AccessError> {
         let st = self.lock();
         if !st.valid || st.key != key {
             return Err(AccessError::StaleKey);
@@ -156,7 +156,7 @@ impl FastRegion {
     /// Calls `f(dma, address, range)` for each piece, within one page, of the `len` bytes at
     /// byte `off` of the region, under the lock and only if the registration is still
     /// `generation`.
-    pub(super) fn copy(
+    pub(crate) fn copy(
         &self,
         generation: u32,
         off: usize,
@@ -183,9 +183,9 @@ impl FastRegion {
     /// Carries out an `IB_WR_REG_MR` of a QP of protection domain `pd_id`: the free region
     /// becomes valid under `key` with `access`, over the pages staged for it. `EINVAL` for
     /// anything else (rdma_rxe's `rxe_reg_fast_mr()` checks).
-    pub(super) fn register(&self, pd_id: u64, key: u32, access: AccessFlags) -> Result {
+    pub(crate) fn register(&self, pd_id: u64, key: Key, access: AccessFlags) -> Result {
         if self.pd_id != pd_id
-            || key >> 8 != self.index
+            || key.index() != self.index
             || !access.is_within(super::SUPPORTED_ACCESS)
         {
             return Err(EINVAL);
@@ -219,7 +219,7 @@ impl FastRegion {
 
     /// Invalidates `key` for a QP of protection domain `pd_id`: the region becomes free.
     /// `EINVAL` unless `key` is its current key in that PD.
-    pub(super) fn invalidate(&self, pd_id: u64, key: u32) -> Result {
+    pub(crate) fn invalidate(&self, pd_id: u64, key: Key) -> Result {
         let mut st = self.lock();
         if self.pd_id != pd_id || st.key != key {
             return Err(EINVAL);
@@ -231,7 +231,7 @@ impl FastRegion {
     /// `ib_map_mr_sg` of `mr`, this region: maps a DMA-mapped scatterlist into the staged
     /// page list, through the core's `ib_sg_to_pages` (pages of the consumer's page size,
     /// the first one's offset kept, `iova` and `length` set in the core's header).
-    pub(super) fn map_sg(&self, mr: &Mr<Rrxe>, sg: MrSg<'_>) -> Result<usize> {
+    pub(crate) fn map_sg(&self, mr: &Mr<Rrxe>, sg: MrSg<'_>) -> Result<usize> {
         let page_size = u64::from(mr.page_size());
         if !page_size.is_power_of_two() || page_size < u64::try_from(kernel::page::PAGE_SIZE)? {
             return Err(EINVAL);
@@ -250,7 +250,7 @@ impl FastRegion {
 
     /// Takes the next page of a mapping [`Self::map_sg`] is making; `ENOMEM` when the page
     /// list is full (`ib_sg_to_pages` then stops, and reports how far it got).
-    pub(super) fn map_page(&self, addr: u64) -> Result {
+    pub(crate) fn map_page(&self, addr: u64) -> Result {
         let mut st = self.lock();
         let n = st.staged.npages;
         if n >= self.max_pages {
@@ -263,11 +263,11 @@ impl FastRegion {
 
     /// Prepares an `IB_WR_REG_MR` of `mr`, this region, with `key` when a QP of protection
     /// domain `pd_id` posts it: the region must be of that PD and `key` must keep its index
-    /// (only the low byte may change, `ib_update_fast_reg_key`). The region's range as the
+    /// (only the variant byte may change, `ib_update_fast_reg_key`). The region's range as the
     /// core's header has it now (the consumer may have moved `iova` since mapping) is what
     /// the registration will name.
-    pub(super) fn prepare_registration(&self, mr: &Mr<Rrxe>, pd_id: u64, key: u32) -> Result {
-        if self.pd_id != pd_id || key >> 8 != self.index {
+    pub(crate) fn prepare_registration(&self, mr: &Mr<Rrxe>, pd_id: u64, key: Key) -> Result {
+        if self.pd_id != pd_id || key.index() != self.index {
             return Err(EINVAL);
         }
         let mut st = self.lock();

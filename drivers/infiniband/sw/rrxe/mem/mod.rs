@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions: pinned user memory, fast-registration regions of kernel consumers,
-//! memory windows over user regions, and the keys that name them.
+//! Keys and memory: what an lkey or rkey names, and the one place every access by key is
+//! resolved. The floor below the engine (which resolves through it) and above the wire
+//! core (whose [`Region::check`](crate::proto::target::Region::check) it applies).
 //!
-//! A key is `index << 8 | variable byte` (as in the C driver, which interoperating peers do
-//! not care about, but the random byte keeps keys from being guessed from the allocation
-//! order alone); the local and remote keys are the same. The device's table maps the index
-//! to the region, so the data path can resolve an lkey or rkey without the core's help and a
-//! stale key (same index, another byte) does not match.
+//! The device's key table ([`KeyTable`], `key.rs`) maps a [`Key`]'s index to a region or a
+//! window ([`MrInner`]); the resolver (`resolve.rs`) checks a key for an access by a QP and
+//! returns the memory it names ([`Mem`]).
 //!
 //! A user region ([`MrInner::User`]) is fixed at registration. A fast-registration region
 //! ([`MrInner::Fast`], `ib_alloc_mr`) goes through the states of IBA 10.6.1: *free* when
@@ -29,24 +28,28 @@
 //! or a received SEND with invalidate on that QP ([`Window::invalidate`]); a type 1 window
 //! is unbound by a bind of length 0.
 //!
-//! Files: this one has the key table's view of a region ([`MrInner`]: the checks and
-//! copies of the data path); `user.rs` the user regions, pinned or on-demand paging;
-//! `fast.rs` the fast-registration regions and their page lists; `verbs.rs` the verbs
-//! ([`RrxeMr`]).
+//! Files: this one has the table's view of an entry ([`MrInner`]: the checks and copies of
+//! the data path); `key.rs` the keys and the table; `resolve.rs` the resolver; `user.rs`
+//! the user regions, pinned or on-demand paging; `fast.rs` the fast-registration regions
+//! and their page lists; `window.rs` the memory windows. The verbs that make and destroy
+//! them are above, with the other verbs (`mr.rs`, `mw.rs`).
 
 mod fast;
+mod key;
+mod resolve;
 mod user;
-mod verbs;
+mod window;
 
-use crate::mw::Window;
 pub(crate) use crate::proto::target::Access as Need;
 use crate::proto::target::AccessError;
-pub(crate) use fast::FastRegion;
+pub(crate) use fast::{FastRegion, PageLists};
 use kernel::prelude::*;
 use kernel::rdma::{mr::AccessFlags, BhGuard};
 use kernel::sync::{SpinLock, SpinLockGuard};
-pub(crate) use user::UserRegion;
-pub(crate) use verbs::RrxeMr;
+pub(crate) use key::{Key, KeyTable, LOCAL_DMA_LKEY};
+pub(crate) use resolve::{is_write, Accessor, Mem};
+pub(crate) use user::{UserMem, UserRegion};
+pub(crate) use window::{BindRequest, Window};
 
 /// Access flags rrxe supports on memory regions.
 pub(crate) const SUPPORTED_ACCESS: AccessFlags = AccessFlags::LOCAL_WRITE
@@ -59,10 +62,6 @@ pub(crate) const SUPPORTED_ACCESS: AccessFlags = AccessFlags::LOCAL_WRITE
     .union(AccessFlags::FLUSH_GLOBAL)
     // Hints a device may ignore (perftest asks for relaxed ordering).
     .union(AccessFlags::OPTIONAL);
-
-/// The device's `local_dma_lkey`: in a kernel consumer's SGE, a kernel (DMA) address, not
-/// a region's key (no region has index 0).
-pub(crate) const LOCAL_DMA_LKEY: u32 = 0;
 
 /// Most pages of a fast-registration region (`max_fast_reg_page_list_len`, rdma_rxe's
 /// `RXE_MAX_FMR_PAGE_LIST_LEN`).
@@ -85,7 +84,7 @@ impl MrInner {
     /// Returns the key table index.
     pub(crate) fn index(&self) -> u32 {
         match self {
-            Self::User(u) => u.key >> 8,
+            Self::User(u) => u.key.index(),
             Self::Fast(f) => f.index(),
             Self::Window(w) => w.index(),
         }
@@ -93,7 +92,7 @@ impl MrInner {
 
     /// Returns the start and length of what `key` names now (a region, or a bound window's
     /// range as it is addressed), if it is the current key.
-    pub(crate) fn span(&self, key: u32) -> Option<(u64, u64)> {
+    pub(crate) fn span(&self, key: Key) -> Option<(u64, u64)> {
         match self {
             Self::User(u) => (u.key == key).then_some((u.iova, u.length)),
             Self::Fast(f) => f.span(key),
@@ -108,7 +107,7 @@ impl MrInner {
     /// be the region's (a fast region's current key, the region valid).
     pub(crate) fn check(
         &self,
-        key: u32,
+        key: Key,
         pd_id: u64,
         va: u64,
         len: u32,
@@ -180,7 +179,7 @@ impl MrInner {
     /// Carries out an `IB_WR_REG_MR` of a QP of protection domain `pd_id`: the free fast
     /// region of `key`'s index becomes valid under `key` with `access`
     /// ([`FastRegion::register`]). `EINVAL` for any other region.
-    pub(crate) fn fast_register(&self, pd_id: u64, key: u32, access: AccessFlags) -> Result {
+    pub(crate) fn fast_register(&self, pd_id: u64, key: Key, access: AccessFlags) -> Result {
         match self {
             Self::Fast(f) => f.register(pd_id, key, access),
             _ => Err(EINVAL),
@@ -192,7 +191,7 @@ impl MrInner {
     /// becomes free, or the type 2B window it names unbound ([`Window::invalidate`]).
     /// `EINVAL` if `key` is not a fast region's current key in that PD (user regions cannot
     /// be invalidated).
-    pub(crate) fn invalidate(&self, pd_id: u64, qpn: u32, key: u32) -> Result {
+    pub(crate) fn invalidate(&self, pd_id: u64, qpn: u32, key: Key) -> Result {
         match self {
             Self::Fast(f) => f.invalidate(pd_id, key),
             Self::Window(w) => w.invalidate(pd_id, qpn, key),

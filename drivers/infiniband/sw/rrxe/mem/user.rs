@@ -3,7 +3,7 @@
 //! User memory regions (`ibv_reg_mr`): pinned, or on-demand paging ([`crate::odp`]), fixed
 //! at registration but for the protection domain and rights a re-registration changes.
 
-use super::{Need, SUPPORTED_ACCESS};
+use super::{Key, Need, SUPPORTED_ACCESS};
 use crate::proto::target::Region;
 use kernel::prelude::*;
 use kernel::rdma::{
@@ -13,7 +13,7 @@ use kernel::rdma::{
 use kernel::sync::atomic::{ordering::Full, ordering::Relaxed, Atomic};
 
 /// The memory of a user region.
-pub(super) enum UserMem {
+pub(crate) enum UserMem {
     /// Pinned at registration.
     Pinned(Umem),
     /// On-demand paging: faulted in when needed ([`crate::odp`]).
@@ -33,7 +33,7 @@ pub(crate) struct UserRegion {
     /// The protection domain's identity, changed by a re-registration.
     pd_id: Atomic<u64>,
     /// The key (lkey and rkey).
-    pub(crate) key: u32,
+    pub(crate) key: Key,
     /// Windows bound to the region, or [`DEREGISTERED`] once it is being deregistered.
     windows: Atomic<u32>,
     /// On-demand paging: the last fault of the region failed (its memory is not mapped any
@@ -48,13 +48,13 @@ const DEREGISTERED: u32 = 1 << 31;
 impl UserRegion {
     /// A region of `length` bytes of `umem` at `iova`, of protection domain `pd_id`, with
     /// `access` rights, under `key`.
-    pub(super) fn new(
+    pub(crate) fn new(
         umem: UserMem,
         iova: u64,
         length: u64,
         access: AccessFlags,
         pd_id: u64,
-        key: u32,
+        key: Key,
     ) -> Self {
         Self {
             umem,
@@ -81,7 +81,7 @@ impl UserRegion {
 
     /// Returns the region as the wire core checks accesses against it, with the protection
     /// domain and rights of the moment.
-    pub(super) fn region(&self) -> Region {
+    pub(crate) fn region(&self) -> Region {
         Region {
             iova: self.iova,
             length: self.length,
@@ -113,7 +113,7 @@ impl UserRegion {
     /// Checks `len` bytes at `va` through `key` for a local access by protection domain
     /// `pd_id` of a region with local write access (an `ibv_advise_mr` SGE); returns the
     /// offset in the region.
-    pub(super) fn check_local(&self, key: u32, pd_id: u64, va: u64, len: u32) -> Option<usize> {
+    pub(crate) fn check_local(&self, key: Key, pd_id: u64, va: u64, len: u32) -> Option<usize> {
         if self.key != key {
             return None;
         }
@@ -122,7 +122,7 @@ impl UserRegion {
     }
 
     /// Starts the deregistration: `EBUSY` while windows are bound to the region.
-    pub(super) fn begin_dereg(&self) -> Result {
+    pub(crate) fn begin_dereg(&self) -> Result {
         self.windows
             .cmpxchg(0, DEREGISTERED, Full)
             .map(|_| ())
@@ -134,7 +134,7 @@ impl UserRegion {
     /// pinned writable; pinned memory stays pinned, on-demand paging stays so); `EBUSY`
     /// while windows are bound to the region (their bindings were checked against its PD
     /// and rights).
-    pub(super) fn rereg(&self, pd_id: Option<u64>, access: Option<AccessFlags>) -> Result {
+    pub(crate) fn rereg(&self, pd_id: Option<u64>, access: Option<AccessFlags>) -> Result {
         if let Some(access) = access {
             let odp = AccessFlags::ON_DEMAND;
             if !access.is_within(SUPPORTED_ACCESS.union(odp))
@@ -160,7 +160,7 @@ impl UserRegion {
     }
 
     /// Copies out of the region from byte `off`.
-    pub(super) fn read(&self, off: usize, out: &mut [u8]) -> Result {
+    pub(crate) fn read(&self, off: usize, out: &mut [u8]) -> Result {
         match &self.umem {
             UserMem::Pinned(m) => m.copy_from(off, out),
             UserMem::Odp(m) => m.copy_from(off, out),
@@ -168,7 +168,7 @@ impl UserRegion {
     }
 
     /// Copies into the region at byte `off`.
-    pub(super) fn write(&self, off: usize, data: &[u8]) -> Result {
+    pub(crate) fn write(&self, off: usize, data: &[u8]) -> Result {
         match &self.umem {
             UserMem::Pinned(m) => m.copy_to(off, data),
             UserMem::Odp(m) => m.copy_to(off, data),
@@ -176,7 +176,7 @@ impl UserRegion {
     }
 
     /// Returns the on-demand paging memory, if the region is an ODP one.
-    pub(super) fn odp(&self) -> Option<&OdpUmem> {
+    pub(crate) fn odp(&self) -> Option<&OdpUmem> {
         match &self.umem {
             UserMem::Odp(m) => Some(m),
             UserMem::Pinned(_) => None,
@@ -185,14 +185,14 @@ impl UserRegion {
 
     /// Returns whether the `len` bytes at byte `off` can be copied now (for writing if
     /// `write`): always for pinned memory.
-    pub(super) fn is_present(&self, off: usize, len: usize, write: bool) -> bool {
+    pub(crate) fn is_present(&self, off: usize, len: usize, write: bool) -> bool {
         self.odp().is_none_or(|m| m.is_present(off, len, write))
     }
 
     /// Faults the `len` bytes at byte `off` in (for writing if `write`), in process context,
     /// and records whether that failed ([`Self::fault_failed`]). Nothing to do for pinned
     /// memory.
-    pub(super) fn fault(&self, off: usize, len: usize, write: bool) -> Result {
+    pub(crate) fn fault(&self, off: usize, len: usize, write: bool) -> Result {
         let Some(m) = self.odp() else {
             return Ok(());
         };
@@ -202,7 +202,7 @@ impl UserRegion {
     }
 
     /// Returns whether the region's last fault failed ([`UserRegion::fault_failed`]).
-    pub(super) fn fault_failed(&self) -> bool {
+    pub(crate) fn fault_failed(&self) -> bool {
         self.fault_failed.load(Relaxed) != 0
     }
 }

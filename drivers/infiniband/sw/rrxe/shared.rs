@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What the data path of every QP of a device shares, and outlives the device with: the
-//! loopback path and the tables the receive path and the doorbell look keys and address
-//! handles up in.
+//! loopback path, the key table, the address handle table, the port counters and the page
+//! fault queue. The floor below the engine: the engine reaches its device only through it,
+//! and it names nothing above it (the loopback queue drains into the receive path through
+//! the kernel's [`TunnelRx`] trait, which the receive path implements for the driver).
 
-use super::Rrxe;
+use crate::budget::Budget;
 use crate::counters::Stats;
-use crate::mr::MrInner;
+use crate::mem::KeyTable;
+use crate::odp::{Faults, ResumeQp};
+use crate::params::MAX_AH;
+use crate::Rrxe;
 use kernel::prelude::*;
 use kernel::rdma::{
     bhwork::{BhWork, BhWorkCallback},
@@ -16,8 +21,13 @@ use kernel::rdma::{
     timer::impl_deferred,
     BhGuard,
 };
-use kernel::sync::{aref::ARef, Arc, SpinLock};
-use kernel::xarray::XArray;
+use kernel::sync::{
+    aref::ARef,
+    atomic::{ordering::Relaxed, Atomic},
+    Arc, SpinLock,
+};
+use kernel::xarray::{AllocKind, XArray};
+use kernel::{new_spinlock, static_lock_class};
 
 /// The part of a device that its QPs' data path uses, shared with them: it lives as long as
 /// the last QP, whose timers may run after the device is being torn down.
@@ -27,29 +37,30 @@ pub(crate) struct DevShared {
     /// address), handed to the receive path from softirq work rather than inside the
     /// sender's locks. Cancelled before any field is dropped (`impl_deferred!`).
     #[pin]
-    pub(super) lo_work: BhWork<DevShared>,
+    lo_work: BhWork<DevShared>,
     #[pin]
-    pub(super) lo_queue: PacketQueue,
+    lo_queue: PacketQueue,
     /// The netdevice (local deliveries are attributed to it; routes are looked up out of it,
     /// in its namespace).
-    pub(super) ndev: ARef<NetDevice>,
-    /// Memory regions by key index (`key >> 8`). Lookups happen in softirq or with bottom
-    /// halves disabled, and the region found is only used there: a deregistration takes the
-    /// region out, then waits for an RCU grace period before the memory is unpinned.
+    ndev: ARef<NetDevice>,
+    /// Memory regions and windows by key.
     #[pin]
-    pub(super) mrs: XArray<Arc<MrInner>>,
+    pub(crate) keys: KeyTable,
     /// Address handles by number (the address vector and the AH's PD); lookups (UD sends)
     /// happen with bottom halves disabled.
     #[pin]
-    pub(super) ah_nums: XArray<KBox<(AhAttr, u64)>>,
+    ah_nums: XArray<KBox<(AhAttr, u64)>>,
+    /// Where the search for a free AH number starts.
+    next_ah: Atomic<u32>,
     /// Port counters (shared with the fault queue's work).
     pub(crate) stats: Arc<Stats>,
-    /// Makes atomics from the wire atomic with respect to each other (IBV_ATOMIC_HCA).
+    /// Makes atomics from the wire atomic with respect to each other (IBV_ATOMIC_HCA): held
+    /// across each atomic's read and write of the target.
     #[pin]
     pub(crate) atomic_lock: SpinLock<()>,
     /// Page faults of on-demand paging regions, resolved in process context.
     #[pin]
-    pub(crate) faults: crate::odp::Faults,
+    pub(crate) faults: Faults,
 }
 
 impl_deferred! {
@@ -58,29 +69,44 @@ impl_deferred! {
     }
 }
 
-/// Loopback packets handed to the receive path per run of the loopback work (its answers
-/// may queue more: the work re-queues itself instead of looping, as NAPI does).
-const LO_BUDGET: usize = 64;
-
 /// Loopback packets that may wait, as a netdevice's transmit queue (`txqueuelen`): beyond,
 /// a local transmission fails with `ENOBUFS` (a full queue, to the sender).
 const LO_QUEUE_MAX: usize = 1000;
 
 impl BhWorkCallback for DevShared {
     fn work_run(this: &Self) {
-        for _ in 0..LO_BUDGET {
-            let Some(pkt) = this.lo_queue.pop() else {
-                return;
-            };
-            <Rrxe as TunnelRx>::receive(pkt);
-        }
-        if !this.lo_queue.is_empty() {
+        // The receive path's answers may queue more: at most a run's budget of packets, then
+        // the work runs again instead of looping.
+        let spent = Budget::run().drain(|| this.lo_queue.pop(), <Rrxe as TunnelRx>::receive);
+        if spent && !this.lo_queue.is_empty() {
             this.lo_work.queue(this);
         }
     }
 }
 
 impl DevShared {
+    /// The shared state of a device on `ndev`, counting into `stats`; the fault work
+    /// resumes the device's QPs with `resume_qp`.
+    pub(crate) fn new(
+        ndev: &NetDevice,
+        stats: Arc<Stats>,
+        resume_qp: ResumeQp,
+    ) -> Result<impl PinInit<Self, Error>> {
+        let faults = Faults::new(ndev, stats.clone(), resume_qp)?;
+        let ndev: ARef<NetDevice> = ndev.into();
+        Ok(try_pin_init!(Self {
+            lo_work <- BhWork::new(c"rrxe_loopback", static_lock_class!()),
+            lo_queue <- PacketQueue::new(),
+            ndev,
+            keys <- KeyTable::new(),
+            ah_nums <- XArray::new(AllocKind::Alloc),
+            next_ah: Atomic::new(0),
+            stats,
+            atomic_lock <- new_spinlock!((), "rrxe_atomic"),
+            faults <- faults,
+        }? Error))
+    }
+
     /// The netdevice the device is bound to.
     pub(crate) fn netdev(&self) -> &NetDevice {
         &self.ndev
@@ -95,6 +121,36 @@ impl DevShared {
         self.lo_queue.push(buf.into_rx(&self.ndev));
         self.lo_work.queue(self);
         Ok(())
+    }
+
+    /// Numbers an address handle (1..=32767). Does not sleep unless `sleepable` (kernel
+    /// consumers create AHs in atomic context): the free number is found and taken under the
+    /// array's lock, storing without sleeping.
+    pub(crate) fn alloc_ah_num(&self, attr: &AhAttr, pd_id: u64, sleepable: bool) -> Result<u32> {
+        let flags = if sleepable { GFP_KERNEL } else { GFP_ATOMIC };
+        let mut entry = Some(KBox::new((*attr, pd_id), flags)?);
+        let _bh = BhGuard::new();
+        let mut xa = self.ah_nums.lock();
+        for _ in 0..MAX_AH {
+            let n = self.next_ah.fetch_add(1, Relaxed) % MAX_AH + 1;
+            if xa.get(n as usize).is_none() {
+                if let Some(e) = entry.take() {
+                    xa.store(n as usize, e, GFP_ATOMIC)?;
+                    return Ok(n);
+                }
+            }
+        }
+        Err(ENOMEM)
+    }
+
+    /// Releases an address handle number.
+    pub(crate) fn free_ah_num(&self, n: u32) {
+        let old = {
+            let _bh = BhGuard::new();
+            let mut xa = self.ah_nums.lock();
+            xa.remove(n as usize)
+        };
+        drop(old);
     }
 
     /// Returns the address vector of AH number `n`, if that AH belongs to protection domain
@@ -124,18 +180,5 @@ impl DevShared {
         let e = xa.get_mut(n as usize).ok_or(EINVAL)?;
         e.0 = *attr;
         Ok(())
-    }
-
-    /// Returns the region at `key`'s index, whatever its key and state: the caller checks
-    /// `key` against it ([`MrInner::check`], or fast registration and invalidation), which
-    /// refuses a stale key (same index, another byte).
-    ///
-    /// # Context
-    ///
-    /// Softirq, or bottom halves disabled; the returned reference must be dropped before
-    /// leaving that section.
-    pub(crate) fn mr(&self, key: u32) -> Option<Arc<MrInner>> {
-        let xa = self.mrs.lock();
-        xa.get((key >> 8) as usize).map(Into::into)
     }
 }

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The shadow ring of a connected QP's requester: the copies of the send WQEs in flight,
+//! each validated once when it is copied out of the send queue ([`Shadow`]).
+
+use super::SQ_SLOTS;
+use crate::proto::{
+    rc::WcStatus,
+    uabi::{self, CheckedSendWqe, SendQueueParams, SendWqe},
+};
+use kernel::alloc::KVVec;
+use kernel::prelude::*;
+
+/// Copies of the send WQEs in flight: up to `SQ_SLOTS` slots (as many as the send queue
+/// depth the QP was created with: a QP of 16 WRs does not pay for 128 copies, nor one of 64
+/// for the 127 its ring holds), used as a ring in posting order. A WQE is copied out of the
+/// ring whole into `scratch` and validated there; its slot keeps what was validated
+/// ([`CheckedSendWqe`]) and the WQE's data area (SGE list, inline data or ATOMIC WRITE
+/// operand), the only bytes read after validation: building a packet, placing a response
+/// or completing the WQE never validates it again. The requester starts a WQE only while a
+/// slot is free.
+///
+/// # Invariants
+///
+/// `0 < slots <= SQ_SLOTS`, `scratch` holds `elem` bytes, `data` holds `slots * area`
+/// bytes (`area` is `elem` less the WQE's fixed part) and `wqes` `slots` entries,
+/// `next < slots`.
+pub(super) struct Shadow {
+    scratch: KVVec<u8>,
+    data: KVVec<u8>,
+    wqes: KVVec<Option<CheckedSendWqe>>,
+    area: usize,
+    slots: u32,
+    /// The slot the next WQE goes to.
+    next: u32,
+}
+
+impl Shadow {
+    /// Returns an empty shadow ring of `slots` slots (1 to `SQ_SLOTS`) for WQEs of `elem`
+    /// bytes.
+    pub(super) fn new(elem: usize, slots: usize) -> Result<Self> {
+        let slots = slots.clamp(1, SQ_SLOTS);
+        let area = elem.saturating_sub(uabi::SEND_WQE_DATA_OFFSET);
+        let len = slots.checked_mul(area).ok_or(EINVAL)?;
+        Ok(Self {
+            scratch: KVVec::from_elem(0u8, elem, crate::params::gfp_user())?,
+            data: KVVec::from_elem(0u8, len, crate::params::gfp_user())?,
+            wqes: KVVec::from_elem(None, slots, crate::params::gfp_user())?,
+            area,
+            slots: u32::try_from(slots).map_err(|_| EINVAL)?,
+            next: 0,
+        })
+    }
+
+    /// Returns the number of slots: the most send WQEs in flight.
+    pub(super) fn slots(&self) -> usize {
+        // `slots <= SQ_SLOTS` by the type invariant.
+        self.slots as usize
+    }
+
+    /// Returns the slot the next WQE goes to.
+    pub(super) fn next_slot(&self) -> u32 {
+        self.next
+    }
+
+    /// Moves on to the next slot, once the WQE in [`Self::next_slot`] is posted.
+    pub(super) fn advance(&mut self) {
+        // INVARIANT: `slots > 0`, so the new `next` is below it.
+        self.next = self.next.wrapping_add(1) % self.slots;
+    }
+
+    /// Returns the data area kept for slot `id`.
+    fn area(&self, id: u32) -> Option<&[u8]> {
+        let start = usize::try_from(id).ok()?.checked_mul(self.area)?;
+        self.data.get(start..start.checked_add(self.area)?)
+    }
+
+    /// Returns the data area of slot `id` for writing.
+    fn area_mut(&mut self, id: u32) -> Option<&mut [u8]> {
+        let start = usize::try_from(id).ok()?.checked_mul(self.area)?;
+        self.data.get_mut(start..start.checked_add(self.area)?)
+    }
+
+    /// Returns the buffer a WQE for slot `id` is copied into from its ring, before
+    /// [`Self::check`] (what slot `id` held is forgotten).
+    pub(super) fn scratch_for(&mut self, id: u32) -> Option<&mut [u8]> {
+        *self.wqes.get_mut(usize::try_from(id).ok()?)? = None;
+        Some(&mut self.scratch)
+    }
+
+    /// Validates the WQE copied into the scratch buffer and keeps the result, with its data
+    /// area, in slot `id`.
+    pub(super) fn check(
+        &mut self,
+        id: u32,
+        p: &SendQueueParams,
+    ) -> core::result::Result<SendWqe<'_>, WcStatus> {
+        let i = usize::try_from(id).map_err(|_| WcStatus::LocQpOpErr)?;
+        let checked = uabi::validate_send_wqe(&self.scratch, p)
+            .map_err(|e| e.send_status())?
+            .detach();
+        // The data area is the scratch copy's bytes after the fixed part (`area` of them).
+        let start = i.checked_mul(self.area).ok_or(WcStatus::LocQpOpErr)?;
+        let to = start
+            .checked_add(self.area)
+            .and_then(|end| self.data.get_mut(start..end))
+            .ok_or(WcStatus::LocQpOpErr)?;
+        let from = self
+            .scratch
+            .get(uabi::SEND_WQE_DATA_OFFSET..)
+            .unwrap_or_default();
+        to.iter_mut().zip(from).for_each(|(d, s)| *d = *s);
+        *self.wqes.get_mut(i).ok_or(WcStatus::LocQpOpErr)? = Some(checked);
+        self.wqe(id).ok_or(WcStatus::LocQpOpErr)
+    }
+
+    /// Puts a kernel consumer's checked WQE in slot `id`, with its local data where
+    /// [`CheckedSendWqe::attach_area`] finds it; `None` if the data does not fit.
+    pub(super) fn install(&mut self, id: u32, wqe: CheckedSendWqe, data: &[u8]) -> Option<()> {
+        *self.wqes.get_mut(usize::try_from(id).ok()?)? = None;
+        self.area_mut(id)?
+            .get_mut(..data.len())?
+            .copy_from_slice(data);
+        *self.wqes.get_mut(usize::try_from(id).ok()?)? = Some(wqe);
+        Some(())
+    }
+
+    /// Returns the validated WQE in slot `id`, if it was validated since it was copied.
+    pub(super) fn wqe(&self, id: u32) -> Option<SendWqe<'_>> {
+        let checked = (*self.wqes.get(usize::try_from(id).ok()?)?)?;
+        checked.attach_area(self.area(id)?)
+    }
+
+    /// Starts over from slot 0 (the QP went back to RESET).
+    pub(super) fn reset(&mut self) {
+        self.next = 0;
+        self.wqes.iter_mut().for_each(|w| *w = None);
+    }
+}
