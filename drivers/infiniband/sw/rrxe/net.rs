@@ -8,13 +8,13 @@
 //! see [`crate::engine`]). Each outcome has a port counter ([`crate::counters`]).
 
 use crate::counters::PortCounter;
+use crate::crc::kernel_crc32;
 use crate::device::RrxeDev;
 use crate::proto::{
     icrc::{self, IpHdr},
     ip::{self, MULTICAST_QPN},
     packet::{self, Packet},
 };
-use crate::crc::kernel_crc32;
 use crate::Rrxe;
 use kernel::rdma::{
     device::Device,

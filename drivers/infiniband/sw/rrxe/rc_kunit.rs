@@ -13,6 +13,7 @@ mod tests {
     // Frames are built and cut at fixed offsets; a test that slices wrongly fails loudly.
     #![allow(clippy::indexing_slicing, clippy::panic)]
 
+    use crate::crc::kernel_crc32;
     use crate::proto::{
         aeth::{NakCode, RnrTimer, Syndrome},
         bth::Qpn,
@@ -26,7 +27,6 @@ mod tests {
         },
         uabi::WrOpcode,
     };
-    use crate::crc::kernel_crc32;
     use kernel::prelude::*;
 
     const MTU: PathMtu = PathMtu::MTU_1024;

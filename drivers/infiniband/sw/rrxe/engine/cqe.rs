@@ -29,7 +29,7 @@ impl QpShared {
     /// Completes the oldest send WQE in flight (whose copy is shadow slot `id`).
     pub(super) fn complete_send(&self, e: &mut Engine, ev: &mut Events, id: u32, status: WcStatus) {
         // The shadow WQE is attached (its view built) once, for the counter and the CQE.
-        let wqe = e.shadow.wqe(id);
+        let wqe = e.req.shadow.wqe(id);
         match status {
             WcStatus::Success
                 if wqe
@@ -61,24 +61,24 @@ impl QpShared {
         if let Some(c) = cqe {
             self.post_cqe(ev, CqSide::Send, &c, false);
         }
-        if let Ok(p) = e.sqs.complete_oldest() {
+        if let Ok(p) = e.req.sqs.complete_oldest() {
             self.sq_publish(e, p);
         }
     }
 
     /// Completes the send WQE that failed validation, with its status, and enters ERR.
     pub(super) fn fail_sq_head(&self, e: &mut Engine, ev: &mut Events) {
-        let Some(status) = e.sq_error.take() else {
+        let Some(status) = e.req.error.take() else {
             return;
         };
         self.stats(e).inc(PortCounter::BadWqes);
         if let Ok(prod) = self.sq_producer(e) {
-            if let Ok(Some(slot)) = e.sqs.next_to_start(prod) {
+            if let Ok(Some(slot)) = e.req.sqs.next_to_start(prod) {
                 let wr_id = self.sq_wr_id(e, &slot);
                 let c = Completion::send_error(wr_id, status, self.qpn);
                 self.post_cqe(ev, CqSide::Send, &c, false);
-                if e.sqs.mark_started(prod).is_ok() {
-                    if let Ok(p) = e.sqs.complete_oldest() {
+                if e.req.sqs.mark_started(prod).is_ok() {
+                    if let Ok(p) = e.req.sqs.complete_oldest() {
                         self.sq_publish(e, p);
                     }
                 }
@@ -89,7 +89,7 @@ impl QpShared {
 
     /// Completes the current receive WQE as the responder says.
     pub(super) fn complete_recv(&self, e: &mut Engine, ev: &mut Events, rc: &RecvCompletion) {
-        let wr_id = e.rwqe.wr_id();
+        let wr_id = e.res.rwqe.wr_id();
         let c = if rc.status == WcStatus::Success {
             let ex = match (rc.imm, rc.inv_rkey) {
                 (Some(imm), _) => WcEx::Imm(imm),
@@ -165,32 +165,32 @@ impl QpShared {
             trace::qp_state(self.dev_name(), self.qpn, old, QpState::Err, why);
         }
         // A drain that ends in ERR is not a drained send queue.
-        e.sq_drain_due = false;
+        e.req.drain_due = false;
         // A QP on an SRQ tells its owner it takes no more of the SRQ's WQEs (IBA 11.6.3,
         // `IB_EVENT_QP_LAST_WQE_REACHED`), once per entry into ERR.
-        if self.srq.is_some() && !e.last_wqe_told {
-            e.last_wqe_told = true;
+        if self.srq.is_some() && !e.res.last_wqe_told {
+            e.res.last_wqe_told = true;
             ev.last_wqe = true;
         }
         e.attrs.state = Some(QpState::Err);
         self.rto.stop();
         self.rnr.stop();
         self.tx_wait.stop();
-        e.replies.clear();
-        e.sender.flush();
-        while let Some(a) = e.sender.poll() {
+        e.res.replies.clear();
+        e.req.sender.flush();
+        while let Some(a) = e.req.sender.poll() {
             if let SendAction::Complete(c) = a {
                 self.complete_send(e, ev, c.id, c.status);
             }
         }
-        if e.resp.flush() {
-            let c = Completion::send_error(e.rwqe.wr_id(), WcStatus::WrFlushErr, self.qpn);
+        if e.res.responder.flush() {
+            let c = Completion::send_error(e.res.rwqe.wr_id(), WcStatus::WrFlushErr, self.qpn);
             self.post_cqe(ev, CqSide::Recv, &c, false);
         }
         // A WQE this QP took from its SRQ and did not use is its own: flushed with it.
-        if core::mem::take(&mut e.stage_taken) {
-            let c = Completion::send_error(e.stage.wr_id(), WcStatus::WrFlushErr, self.qpn);
-            e.stage.clear();
+        if core::mem::take(&mut e.res.stage_taken) {
+            let c = Completion::send_error(e.res.stage.wr_id(), WcStatus::WrFlushErr, self.qpn);
+            e.res.stage.clear();
             self.post_cqe(ev, CqSide::Recv, &c, false);
         }
         self.flush_queues(e, ev);
@@ -206,16 +206,16 @@ impl QpShared {
                 self.kick.queue(self);
                 break;
             }
-            let Ok(Some(slot)) = e.sqs.next_to_start(prod) else {
+            let Ok(Some(slot)) = e.req.sqs.next_to_start(prod) else {
                 break;
             };
             let wr_id = self.sq_wr_id(e, &slot);
-            if e.sqs.mark_started(prod).is_err() {
+            if e.req.sqs.mark_started(prod).is_err() {
                 break;
             }
             let c = Completion::send_error(wr_id, WcStatus::WrFlushErr, self.qpn);
             self.post_cqe(ev, CqSide::Send, &c, false);
-            if let Ok(p) = e.sqs.complete_oldest() {
+            if let Ok(p) = e.req.sqs.complete_oldest() {
                 self.sq_publish(e, p);
             }
         }
@@ -225,11 +225,11 @@ impl QpShared {
                 self.kick.queue(self);
                 break;
             }
-            let Some(Ok(Some(slot))) = e.rqc.as_ref().map(|c| c.head(prod)) else {
+            let Some(Ok(Some(slot))) = e.res.rqc.as_ref().map(|c| c.head(prod)) else {
                 break;
             };
             let wr_id = self.rq_wr_id(e, &slot);
-            let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.advance(prod)) else {
+            let Some(Ok(p)) = e.res.rqc.as_mut().map(|c| c.advance(prod)) else {
                 break;
             };
             self.rq_publish(e, p);

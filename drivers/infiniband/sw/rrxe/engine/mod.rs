@@ -71,15 +71,7 @@ pub(crate) use srq::{srq_geometry, SrqQueue, SrqRing};
 pub(crate) use wq::{write_sges, KernelRing, Queue, RecvCopy};
 
 use crate::counters::{PortCounter, Stats};
-use crate::proto::{
-    bth::Qpn,
-    icrc::IpHdr,
-    opcode::QpType as WireQpType,
-    packet::Packet,
-    psn::Psn,
-    rc::{qp_state, Responder, Sender, WcStatus},
-    uabi::{KernelConsumer, RecvQueueParams, SendQueueParams, SendQueueState},
-};
+use crate::proto::{icrc::IpHdr, opcode::QpType as WireQpType, packet::Packet, rc::qp_state};
 use crate::queue::SharedQueue;
 use crate::shared::DevShared;
 use crate::Rrxe;
@@ -97,9 +89,8 @@ use kernel::sync::{
     atomic::{ordering::Relaxed, Atomic},
     Arc, SpinLock,
 };
-use replies::ReplyQueue;
 use shadow::Shadow;
-use state::{path_mtu, wire_state, ResTable};
+use state::{path_mtu, wire_state};
 use wq::KernelQueues;
 use xmit::PKEY;
 
@@ -179,7 +170,7 @@ impl BhWorkCallback for QpShared {
         let rewind = this.rewind.cmpxchg(REWIND_DUE, 0, Relaxed).is_ok();
         this.resume(|_, e| {
             if rewind {
-                e.sender.on_fault_resolved();
+                e.req.sender.on_fault_resolved();
             }
         });
     }
@@ -191,51 +182,14 @@ pub(crate) struct Engine {
     pub(crate) attrs: QpAttrs,
     /// Capabilities reported at creation.
     pub(crate) caps: QpCaps,
-    /// Boxed: it is a few kilobytes, too much to move around on the kernel stack.
-    sender: KBox<Sender<SQ_SLOTS>>,
-    /// Boxed, as `sender`: its table of responder resources is kilobytes.
-    resp: KBox<Responder<ResTable>>,
-    /// The responder's responses not sent yet.
-    replies: ReplyQueue,
-    /// Kernel indices of the send queue.
-    sqs: SendQueueState,
-    /// Kernel consumer of the receive queue (`None` without one).
-    rqc: Option<KernelConsumer>,
-    sq_params: SendQueueParams,
-    rq_params: RecvQueueParams,
-    /// Copies of the send WQEs in flight.
-    shadow: Shadow,
-    /// Copy of the receive WQE being filled.
-    rwqe: RecvCopy,
-    /// Copy of the receive queue's head, while the responder decides on it.
-    stage: RecvCopy,
-    /// `stage` holds a WQE taken from the SRQ (it belongs to this QP now) that no request
-    /// began with yet.
-    stage_taken: bool,
-    /// `IB_EVENT_QP_LAST_WQE_REACHED` was raised since the QP last left RESET.
-    last_wqe_told: bool,
-    /// UD: a datagram received while the head receive WQE's memory was not present (on-
-    /// demand paging), placed once the fault work resumes the QP.
-    parked: Option<ud::Parked>,
-    /// In SQD, the send queue is not drained yet: `IB_EVENT_SQ_DRAINED` is due once it is
-    /// (and `sq_draining` reads true).
-    sq_drain_due: bool,
+    /// The requester's side: send queue, sender, WQE copies.
+    req: req::ReqSide,
+    /// The responder's side: responder, queued replies, receive queue.
+    res: resp::RespSide,
+    /// Where packets go: the address vector, the route cache, the destination QP.
+    tx: xmit::TxPath,
     /// A kernel consumer's send and receive queues.
     kq: Option<KernelQueues>,
-    /// A posted WQE failed validation: completed with this status once the WQEs before it
-    /// are, then the QP enters ERR.
-    sq_error: Option<WcStatus>,
-    /// Addressing of outgoing packets (from the address vector).
-    path: xmit::Path,
-    /// The route of the last packet sent.
-    routes: xmit::RouteCache,
-    dest_qpn: Qpn,
-    /// Local ACK timeout in microseconds, if any.
-    timeout_us: Option<u32>,
-    /// IPv4 identification of the next packet.
-    ip_id: u16,
-    /// UD: PSN of the next datagram.
-    ud_psn: Psn,
     /// The counter the QP is bound to (`rdma statistic qp`), where its transport events are
     /// counted instead of in the port's counters (see [`QpShared::stats`]).
     pub(crate) counter: Option<Arc<Stats>>,
@@ -414,7 +368,7 @@ impl QpShared {
                 false
             } else if self.qp_type == WireQpType::Ud {
                 self.on_datagram(e, &mut ev, pkt, ip, vlan)
-            } else if &e.path.ip.dst != src {
+            } else if &e.tx.av.ip.dst != src {
                 // RC: only the connected peer is heard.
                 false
             } else if is_request {
@@ -435,7 +389,7 @@ impl QpShared {
             let mut e = self.eng.lock();
             let e = &mut *e;
             expired(self, e);
-            if let Some(d) = e.parked.take() {
+            if let Some(d) = e.res.parked.take() {
                 self.place_parked(e, &mut ev, d);
             }
             match e.state() {
@@ -453,9 +407,9 @@ impl TimerCallback<0> for QpShared {
     /// The local ACK timeout expired: go back to the oldest unacknowledged PSN.
     fn timer_fired(this: &Self) {
         this.resume(|q, e| {
-            let psn = e.sender.unacked_psn().get();
+            let psn = e.req.sender.unacked_psn().get();
             q.go_back(e, psn, RetryCause::Timeout);
-            e.sender.on_retransmit_timeout();
+            e.req.sender.on_retransmit_timeout();
         });
     }
 }
@@ -464,9 +418,9 @@ impl TimerCallback<1> for QpShared {
     /// The RNR wait is over: resend from the PSN the responder could not take.
     fn timer_fired(this: &Self) {
         this.resume(|q, e| {
-            let psn = e.sender.unacked_psn().get();
+            let psn = e.req.sender.unacked_psn().get();
             q.go_back(e, psn, RetryCause::Rnr);
-            e.sender.on_rnr_timeout();
+            e.req.sender.on_rnr_timeout();
         });
     }
 }

@@ -108,16 +108,16 @@ impl QpShared {
         if !matches!(r.syndrome, Syndrome::Ack(_)) {
             trace::nak_sent(self.dev_name(), self.qpn, r.psn.get(), r.syndrome.encode());
         }
-        if e.replies.is_empty() {
-            self.send_headers(e, &r.spec(e.dest_qpn, PKEY));
+        if e.res.replies.is_empty() {
+            self.send_headers(e, &r.spec(e.tx.dest_qpn, PKEY));
             return;
         }
         // Acknowledgments are cumulative: the newest one says all an older one said.
-        if let Some(Queued::Ack(tail)) = e.replies.back_mut() {
+        if let Some(Queued::Ack(tail)) = e.res.replies.back_mut() {
             *tail = r;
             return;
         }
-        if e.replies.push_back(Queued::Ack(r)).is_err() {
+        if e.res.replies.push_back(Queued::Ack(r)).is_err() {
             // The requester's timeout recovers it.
             self.stats(e).inc(PortCounter::RepliesDropped);
         }
@@ -127,12 +127,12 @@ impl QpShared {
     /// duplicate atomic (replayed from its resource) goes ahead of what was queued after
     /// it, as a duplicate READ does ([`Self::reply_read`]).
     pub(super) fn reply_atomic(&self, e: &mut Engine, r: AtomicReply) {
-        drop_from(&mut e.replies, r.psn, path_mtu(&e.attrs));
-        if e.replies.is_empty() {
-            self.send_headers(e, &r.spec(e.dest_qpn, PKEY));
+        drop_from(&mut e.res.replies, r.psn, path_mtu(&e.attrs));
+        if e.res.replies.is_empty() {
+            self.send_headers(e, &r.spec(e.tx.dest_qpn, PKEY));
             return;
         }
-        if e.replies.push_back(Queued::Atomic(r)).is_err() {
+        if e.res.replies.push_back(Queued::Atomic(r)).is_err() {
             self.stats(e).inc(PortCounter::RepliesDropped);
         }
     }
@@ -154,8 +154,12 @@ impl QpShared {
         // Keeping them cost a local ACK timeout whenever a later READ was still queued: its
         // responses, restarted in place by its own duplicate, left ahead of this one's and
         // were thrown away, and the requester then waited for them.
-        drop_from(&mut e.replies, rd.psn, path_mtu(&e.attrs));
-        if e.replies.push_back(Queued::Read { rd, next: 0 }).is_err() {
+        drop_from(&mut e.res.replies, rd.psn, path_mtu(&e.attrs));
+        if e.res
+            .replies
+            .push_back(Queued::Read { rd, next: 0 })
+            .is_err()
+        {
             // More READs than the requester may have outstanding: its retry asks again.
             self.stats(e).inc(PortCounter::RepliesDropped);
             return Ok(());
@@ -175,17 +179,17 @@ impl QpShared {
     fn send_replies_with(&self, e: &mut Engine, mut resolved: Option<(Msn, Mem<'_>)>) {
         let mut budget = Budget::run();
         while !budget.is_spent() {
-            let Some(&mut front) = e.replies.front_mut() else {
+            let Some(&mut front) = e.res.replies.front_mut() else {
                 return;
             };
             // Packets this entry took, once it is sent entirely.
             let cost = match front {
                 Queued::Ack(r) => {
-                    self.send_headers(e, &r.spec(e.dest_qpn, PKEY));
+                    self.send_headers(e, &r.spec(e.tx.dest_qpn, PKEY));
                     1
                 }
                 Queued::Atomic(r) => {
-                    self.send_headers(e, &r.spec(e.dest_qpn, PKEY));
+                    self.send_headers(e, &r.spec(e.tx.dest_qpn, PKEY));
                     1
                 }
                 Queued::Read { rd, next } => {
@@ -196,7 +200,7 @@ impl QpShared {
                     match self.send_read_burst(e, &rd, next, budget.left(), mem) {
                         Burst::Done(sent) => sent.max(1),
                         Burst::More(next) => {
-                            if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
+                            if let Some(Queued::Read { next: n, .. }) = e.res.replies.front_mut() {
                                 *n = next;
                             }
                             self.stats(e).inc(PortCounter::ReplyYields);
@@ -204,13 +208,13 @@ impl QpShared {
                             return;
                         }
                         Burst::Fault(next) => {
-                            if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
+                            if let Some(Queued::Read { next: n, .. }) = e.res.replies.front_mut() {
                                 *n = next;
                             }
                             return;
                         }
                         Burst::Full(next) => {
-                            if let Some(Queued::Read { next: n, .. }) = e.replies.front_mut() {
+                            if let Some(Queued::Read { next: n, .. }) = e.res.replies.front_mut() {
                                 *n = next;
                             }
                             self.stats(e).inc(PortCounter::TxPaused);
@@ -220,10 +224,10 @@ impl QpShared {
                     }
                 }
             };
-            e.replies.pop_front();
+            e.res.replies.pop_front();
             budget.spend(cost);
         }
-        if !e.replies.is_empty() {
+        if !e.res.replies.is_empty() {
             self.stats(e).inc(PortCounter::ReplyYields);
             self.kick.queue(self);
         }
@@ -254,17 +258,23 @@ impl QpShared {
         let end = next.saturating_add(budget).min(total);
         while i < end {
             let r = rd.response(i, mtu);
-            let spec = r.spec(e.dest_qpn, PKEY, rd.msn, &[]);
-            let id = e.next_ip_id();
-            let sent = match (usize::try_from(r.offset), usize::try_from(r.len)) {
-                (Ok(at), Ok(len)) => {
-                    self.xmit(&mut e.routes, &e.path, id, &spec, len, |out| match &mem {
-                        Some(mem) => mem.read(at, out),
-                        None => Ok(()),
-                    })
-                }
-                _ => Err(EINVAL),
-            };
+            let spec = r.spec(e.tx.dest_qpn, PKEY, rd.msn, &[]);
+            let id = e.tx.next_ip_id();
+            let sent =
+                match (usize::try_from(r.offset), usize::try_from(r.len)) {
+                    (Ok(at), Ok(len)) => self.xmit(
+                        &mut e.tx.routes,
+                        &e.tx.av,
+                        id,
+                        &spec,
+                        len,
+                        |out| match &mem {
+                            Some(mem) => mem.read(at, out),
+                            None => Ok(()),
+                        },
+                    ),
+                    _ => Err(EINVAL),
+                };
             if sent == Err(ENOBUFS) {
                 return Burst::Full(i);
             }

@@ -25,7 +25,8 @@
 //!
 //! [`Transport::Uc`]: crate::proto::rc::Transport::Uc
 
-use super::{replies::TX_WAIT_US, xmit::PKEY, Engine, Events, QpShared, REWIND_WAIT};
+use super::{replies::TX_WAIT_US, shadow::Shadow, xmit::PKEY, Engine, Events, QpShared};
+use super::{REWIND_WAIT, SQ_SLOTS};
 use crate::budget::Budget;
 use crate::counters::PortCounter;
 use crate::mem::Need;
@@ -35,12 +36,36 @@ use crate::proto::{
     aeth::{NakCode, Syndrome},
     opcode::QpType as WireQpType,
     packet::Packet,
-    rc::{Deliver, PostedWqe, Response, SendAction, TxPacket, WcStatus, WqeHeaders},
-    uabi::{SendData, SendFlags, SendOp, WrOpcode},
+    psn::Psn,
+    rc::{Deliver, PostedWqe, Response, SendAction, Sender, TxPacket, WcStatus, WqeHeaders},
+    uabi::{SendData, SendFlags, SendOp, SendQueueParams, SendQueueState, WrOpcode},
 };
 use kernel::prelude::*;
 use kernel::rdma::trace::{self, RetryCause};
 use kernel::sync::atomic::ordering::Relaxed;
+
+/// The requester's side of a QP: what only the requester (and the send completions)
+/// reads and writes.
+pub(super) struct ReqSide {
+    /// Boxed: it is a few kilobytes, too much to move around on the kernel stack.
+    pub(super) sender: KBox<Sender<SQ_SLOTS>>,
+    /// Kernel indices of the send queue.
+    pub(super) sqs: SendQueueState,
+    /// The checks a send WQE passes.
+    pub(super) params: SendQueueParams,
+    /// Copies of the send WQEs in flight.
+    pub(super) shadow: Shadow,
+    /// A posted WQE failed validation: completed with this status once the WQEs before it
+    /// are, then the QP enters ERR.
+    pub(super) error: Option<WcStatus>,
+    /// In SQD, the send queue is not drained yet: `IB_EVENT_SQ_DRAINED` is due once it is
+    /// (and `sq_draining` reads true).
+    pub(super) drain_due: bool,
+    /// Local ACK timeout in microseconds, if any.
+    pub(super) timeout_us: Option<u32>,
+    /// UD: PSN of the next datagram.
+    pub(super) ud_psn: Psn,
+}
 
 impl QpShared {
     /// Moves posted WQEs into the sender, transmits what it allows and carries out its
@@ -60,24 +85,24 @@ impl QpShared {
                 break;
             }
             // A local operation the sender reached is carried out here, in send queue order.
-            if let Some((id, op)) = e.sender.next_local() {
+            if let Some((id, op)) = e.req.sender.next_local() {
                 let ok = self.run_local(e, id, op).is_ok();
                 if !ok {
                     self.stats(e).inc(PortCounter::LocalOpErrors);
                 }
-                e.sender.local_done(id, ok);
+                e.req.sender.local_done(id, ok);
                 continue;
             }
-            let Some(p) = e.sender.next_packet() else {
+            let Some(p) = e.req.sender.next_packet() else {
                 break;
             };
             let sent = self.send_request(e, &p);
-            if sent == Err(EAGAIN) && self.fault_payload(e, &p) && e.sender.unsend(&p) {
+            if sent == Err(EAGAIN) && self.fault_payload(e, &p) && e.req.sender.unsend(&p) {
                 // Its payload is on-demand paging memory not present: the packet waits, and
                 // the QP with it, for the fault work, which resumes the QP.
                 break;
             }
-            if sent == Err(ENOBUFS) && e.sender.unsend(&p) {
+            if sent == Err(ENOBUFS) && e.req.sender.unsend(&p) {
                 // The transmit queue is full: the packet waits, and the QP with it, for
                 // `tx_wait` (not the retransmit timer: nothing was lost).
                 self.stats(e).inc(PortCounter::TxPaused);
@@ -88,7 +113,7 @@ impl QpShared {
             self.count_sent(e, sent, p.retransmit);
         }
         self.drain_actions(e, ev);
-        if e.sq_error.is_some() && e.sender.is_idle() {
+        if e.req.error.is_some() && e.req.sender.is_idle() {
             self.fail_sq_head(e, ev);
         }
     }
@@ -105,7 +130,7 @@ impl QpShared {
         let Ok(prod) = self.sq_producer(e) else {
             return Ok(None);
         };
-        let slot = match e.sqs.next_to_start(prod) {
+        let slot = match e.req.sqs.next_to_start(prod) {
             Ok(Some(slot)) => slot,
             Ok(None) => return Ok(None),
             Err(_) => return Err(WcStatus::LocQpOpErr),
@@ -116,14 +141,17 @@ impl QpShared {
 
     /// Copies, validates and posts the WQEs the consumer added to the send queue.
     fn fill_sender(&self, e: &mut Engine) {
-        while e.sq_error.is_none() && e.sender.has_room() && e.sender.wqes() < e.shadow.slots() {
-            let id = e.shadow.next_slot();
+        while e.req.error.is_none()
+            && e.req.sender.has_room()
+            && e.req.sender.wqes() < e.req.shadow.slots()
+        {
+            let id = e.req.shadow.next_slot();
             let prod = match self.load_next_wqe(e, id) {
                 Ok(Some(prod)) => prod,
                 Ok(None) => return,
                 Err(status) => {
                     qp_dbg!(self, "send queue entry unusable: {:?}\n", status);
-                    e.sq_error = Some(status);
+                    e.req.error = Some(status);
                     return;
                 }
             };
@@ -131,26 +159,26 @@ impl QpShared {
                 Ok(w) => w,
                 Err(status) => {
                     qp_dbg!(self, "send work request refused: {:?}\n", status);
-                    e.sq_error = Some(status);
+                    e.req.error = Some(status);
                     return;
                 }
             };
-            if e.sender.post(PostedWqe { id, ..wqe }).is_err() {
-                e.sq_error = Some(WcStatus::LocQpOpErr);
+            if e.req.sender.post(PostedWqe { id, ..wqe }).is_err() {
+                e.req.error = Some(WcStatus::LocQpOpErr);
                 return;
             }
-            if e.sqs.mark_started(prod).is_err() {
-                e.sq_error = Some(WcStatus::LocQpOpErr);
+            if e.req.sqs.mark_started(prod).is_err() {
+                e.req.error = Some(WcStatus::LocQpOpErr);
                 return;
             }
-            e.shadow.advance();
+            e.req.shadow.advance();
         }
     }
 
     /// Checks every local key the validated send WQE in shadow slot `id` names; returns what
     /// the sender needs of it.
     fn check_send_wqe(&self, e: &Engine, id: u32) -> core::result::Result<PostedWqe, WcStatus> {
-        let wqe = e.shadow.wqe(id).ok_or(WcStatus::LocQpOpErr)?;
+        let wqe = e.req.shadow.wqe(id).ok_or(WcStatus::LocQpOpErr)?;
         let op = wqe.opcode();
         // READ and atomic results are written into the local buffers.
         let need = if op.is_read_or_atomic() {
@@ -185,7 +213,7 @@ impl QpShared {
     /// Carries out the local operation whose copy is shadow slot `id`: a fast registration,
     /// a local invalidation or a memory window bind.
     fn run_local(&self, e: &Engine, id: u32, op: WrOpcode) -> Result {
-        let wqe = e.shadow.wqe(id).ok_or(EINVAL)?;
+        let wqe = e.req.shadow.wqe(id).ok_or(EINVAL)?;
         match (op, *wqe.op()) {
             (WrOpcode::RegMr, SendOp::RegMr { key, access }) => {
                 self.fast_register(Key::from_raw(key), access)
@@ -205,8 +233,8 @@ impl QpShared {
 
     /// Builds and transmits one request packet of a WQE in flight.
     fn send_request(&self, e: &mut Engine, p: &TxPacket) -> Result {
-        let id = e.next_ip_id();
-        let wqe = e.shadow.wqe(p.id).ok_or(EINVAL)?;
+        let id = e.tx.next_ip_id();
+        let wqe = e.req.shadow.wqe(p.id).ok_or(EINVAL)?;
         let hdrs = match *wqe.op() {
             SendOp::Send {
                 imm,
@@ -262,13 +290,13 @@ impl QpShared {
             },
             _ => return Err(EINVAL),
         };
-        let spec = p.spec(e.dest_qpn, PKEY, &hdrs, &[]);
+        let spec = p.spec(e.tx.dest_qpn, PKEY, &hdrs, &[]);
         let len = usize::try_from(p.len)?;
         let operand = match *wqe.op() {
             SendOp::AtomicWrite { value, .. } => Some(value),
             _ => None,
         };
-        self.xmit(&mut e.routes, &e.path, id, &spec, len, |out| {
+        self.xmit(&mut e.tx.routes, &e.tx.av, id, &spec, len, |out| {
             match (operand, wqe.data()) {
                 // The ATOMIC WRITE operand travels as the payload, from the WQE itself.
                 (Some(value), _) => {
@@ -292,14 +320,14 @@ impl QpShared {
 
     /// Carries out what the sender asks for: completions, timers, the error state.
     pub(super) fn drain_actions(&self, e: &mut Engine, ev: &mut Events) {
-        while let Some(a) = e.sender.poll() {
+        while let Some(a) = e.req.sender.poll() {
             match a {
                 SendAction::Complete(c) => self.complete_send(e, ev, c.id, c.status),
                 SendAction::ArmRetransmitTimer => {
-                    if let Some(us) = e.timeout_us {
+                    if let Some(us) = e.req.timeout_us {
                         // Doubled after each expiry without progress (see the completer).
                         self.rto
-                            .arm_after_us(self, us.saturating_mul(e.sender.rto_multiplier()));
+                            .arm_after_us(self, us.saturating_mul(e.req.sender.rto_multiplier()));
                     }
                 }
                 SendAction::StopRetransmitTimer => self.rto.stop(),
@@ -315,8 +343,8 @@ impl QpShared {
     /// Raises `IB_EVENT_SQ_DRAINED` once the send queue drained after the QP entered SQD.
     pub(super) fn check_sq_drained(&self, e: &mut Engine, ev: &mut Events) {
         // A UD QP's sends are done once handed out: it drains at once.
-        if e.sq_drain_due && (self.qp_type == WireQpType::Ud || e.sender.sq_drained()) {
-            e.sq_drain_due = false;
+        if e.req.drain_due && (self.qp_type == WireQpType::Ud || e.req.sender.sq_drained()) {
+            e.req.drain_due = false;
             ev.sq_drained = true;
         }
     }
@@ -341,7 +369,7 @@ impl QpShared {
             }
             _ => {}
         }
-        let deliver = e.sender.check_response(&r);
+        let deliver = e.req.sender.check_response(&r);
         let placed = match deliver {
             Some(Deliver::ReadData { id, offset }) => self.place_local(e, id, offset, pkt.payload),
             Some(Deliver::AtomicOrig { id, orig }) => {
@@ -350,13 +378,13 @@ impl QpShared {
             None => Ok(()),
         };
         match placed {
-            Ok(()) => e.sender.on_response(&r),
+            Ok(()) => e.req.sender.on_response(&r),
             Err(err) if err == EAGAIN && self.fault_destination(e, deliver) => {
                 // The destination is on-demand paging memory not present: the response is
                 // dropped as a lost one while it is faulted in, and the retransmission
                 // brings it again.
             }
-            Err(_) => e.sender.on_local_error(&r, WcStatus::LocProtErr),
+            Err(_) => e.req.sender.on_local_error(&r, WcStatus::LocProtErr),
         }
         self.pump(e, ev);
         true
@@ -366,7 +394,7 @@ impl QpShared {
     /// [`FAULT_AHEAD`]) to be faulted in, resuming the QP then; `false` if it is not
     /// on-demand paging memory that can be.
     fn fault_payload(&self, e: &Engine, p: &TxPacket) -> bool {
-        let Some(wqe) = e.shadow.wqe(p.id) else {
+        let Some(wqe) = e.req.shadow.wqe(p.id) else {
             return false;
         };
         let SendData::Sges(sges) = wqe.data() else {
@@ -391,7 +419,7 @@ impl QpShared {
             Some(Deliver::AtomicOrig { id, .. }) => (id, 0),
             None => return false,
         };
-        let Some(wqe) = e.shadow.wqe(id) else {
+        let Some(wqe) = e.req.shadow.wqe(id) else {
             return false;
         };
         let SendData::Sges(sges) = wqe.data() else {
@@ -425,7 +453,7 @@ impl QpShared {
     /// Writes READ data or an atomic's original value into the local buffers of the send
     /// WQE whose copy is shadow slot `id`.
     fn place_local(&self, e: &Engine, id: u32, offset: u32, data: &[u8]) -> Result {
-        let wqe = e.shadow.wqe(id).ok_or(EINVAL)?;
+        let wqe = e.req.shadow.wqe(id).ok_or(EINVAL)?;
         let SendData::Sges(sges) = wqe.data() else {
             return Err(EINVAL);
         };

@@ -14,7 +14,7 @@
 //!
 //! [`Responder`]: crate::proto::rc::Responder
 
-use super::{Engine, Events, QpShared};
+use super::{replies::ReplyQueue, state::ResTable, Engine, Events, QpShared, RecvCopy};
 use crate::counters::PortCounter;
 use crate::mem::{Key, Need};
 use crate::odp::FAULT_AHEAD;
@@ -22,10 +22,39 @@ use crate::proto::{
     aeth::{NakCode, Syndrome},
     opcode::QpType as WireQpType,
     packet::Packet,
-    rc::{responder::LocalError, AtomicExec, AtomicOp, Placement, Request, RespOutcome, Touches},
+    rc::{
+        responder::LocalError, AtomicExec, AtomicOp, Placement, Request, RespOutcome, Responder,
+        Touches,
+    },
+    uabi::{KernelConsumer, RecvQueueParams},
 };
 use kernel::prelude::*;
 use kernel::sync::barrier;
+
+/// The responder's side of a QP: what only the responder (and the receive completions)
+/// reads and writes.
+pub(super) struct RespSide {
+    /// Boxed, as the sender: its table of responder resources is kilobytes.
+    pub(super) responder: KBox<Responder<ResTable>>,
+    /// The responder's responses not sent yet.
+    pub(super) replies: ReplyQueue,
+    /// Kernel consumer of the receive queue (`None` without one).
+    pub(super) rqc: Option<KernelConsumer>,
+    /// The checks a receive WQE passes.
+    pub(super) params: RecvQueueParams,
+    /// Copy of the receive WQE being filled.
+    pub(super) rwqe: RecvCopy,
+    /// Copy of the receive queue's head, while the responder decides on it.
+    pub(super) stage: RecvCopy,
+    /// `stage` holds a WQE taken from the SRQ (it belongs to this QP now) that no request
+    /// began with yet.
+    pub(super) stage_taken: bool,
+    /// `IB_EVENT_QP_LAST_WQE_REACHED` was raised since the QP last left RESET.
+    pub(super) last_wqe_told: bool,
+    /// UD: a datagram received while the head receive WQE's memory was not present (on-
+    /// demand paging), placed once the fault work resumes the QP.
+    pub(super) parked: Option<super::ud::Parked>,
+}
 
 impl QpShared {
     /// Takes a request (SEND, WRITE, READ, atomic) for the responder.
@@ -57,15 +86,15 @@ impl QpShared {
         {
             // A page fault (on-demand paging): refused for now with an RNR NAK, as an RNIC
             // does, while the pages are faulted in; the request keeps its PSN expected.
-            let reply = e.resp.rnr_nak(&req);
+            let reply = e.res.responder.rnr_nak(&req);
             self.stats(e).inc(PortCounter::SentRnrNaks);
             self.reply_ack(e, reply);
             return true;
         }
         let out = if self.qp_type == WireQpType::Uc {
-            e.resp.on_uc_request(&req, recv_len)
+            e.res.responder.on_uc_request(&req, recv_len)
         } else {
-            e.resp.on_request(&req, recv_len)
+            e.res.responder.on_request(&req, recv_len)
         };
         match out.reply.map(|r| r.syndrome) {
             Some(Syndrome::RnrNak(_)) => self.stats(e).inc(PortCounter::SentRnrNaks),
@@ -79,9 +108,9 @@ impl QpShared {
         }
         if out.begin_recv {
             // The head was validated into `stage`; it becomes the current receive WQE.
-            core::mem::swap(&mut e.rwqe, &mut e.stage);
-            e.stage_taken = false;
-            if let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.advance(prod)) {
+            core::mem::swap(&mut e.res.rwqe, &mut e.res.stage);
+            e.res.stage_taken = false;
+            if let Some(Ok(p)) = e.res.rqc.as_mut().map(|c| c.advance(prod)) {
                 self.rq_publish(e, p);
             }
         }
@@ -113,13 +142,13 @@ impl QpShared {
         };
         let out = match placed {
             Ok(()) => out,
-            Err(le) => e.resp.on_local_error(le),
+            Err(le) => e.res.responder.on_local_error(le),
         };
         if let Some(rd) = out.read {
             if self.reply_read(e, rd).is_err() {
                 let le =
                     self.access_error(ev, Key::from_raw(rd.rkey), rd.va, rd.len, Need::RemoteRead);
-                let out = e.resp.on_local_error(le);
+                let out = e.res.responder.on_local_error(le);
                 self.finish_request(e, ev, &out);
                 return true;
             }
@@ -127,7 +156,7 @@ impl QpShared {
         if let Some(a) = out.atomic {
             match self.execute_atomic(&a) {
                 Ok(orig) => {
-                    let reply = e.resp.atomic_done(orig);
+                    let reply = e.res.responder.atomic_done(orig);
                     self.reply_atomic(e, reply);
                 }
                 Err(_) => {
@@ -136,7 +165,7 @@ impl QpShared {
                         _ => Need::RemoteAtomic,
                     };
                     let le = self.access_error(ev, Key::from_raw(a.rkey), a.va, 8, need);
-                    let out = e.resp.on_local_error(le);
+                    let out = e.res.responder.on_local_error(le);
                     self.finish_request(e, ev, &out);
                     return true;
                 }
@@ -153,12 +182,12 @@ impl QpShared {
     /// but for on-demand paging memory); if not, asks for it to be faulted in. `staged`:
     /// the head of the receive queue is in `stage`.
     fn target_present(&self, e: &Engine, req: &Request, staged: bool) -> bool {
-        match e.resp.touches(req) {
+        match e.res.responder.touches(req) {
             None => true,
             Some(Touches::Recv { offset, len, fresh }) => {
                 let w = match (fresh, staged) {
-                    (false, _) => e.rwqe.wqe(),
-                    (true, true) => e.stage.wqe(),
+                    (false, _) => e.res.rwqe.wqe(),
+                    (true, true) => e.res.stage.wqe(),
                     // No receive WQE: the responder answers with an RNR NAK anyway.
                     (true, false) => None,
                 };
@@ -274,12 +303,12 @@ impl QpShared {
         ev: &mut Events,
     ) -> core::result::Result<Option<(u32, u32)>, ()> {
         if let Some(srq) = &self.srq {
-            if e.stage_taken {
-                return e.stage.wqe().map(|w| Some((w.length(), 0))).ok_or(());
+            if e.res.stage_taken {
+                return e.res.stage.wqe().map(|w| Some((w.length(), 0))).ok_or(());
             }
-            return match srq.queue.take(&mut e.stage) {
+            return match srq.queue.take(&mut e.res.stage) {
                 Ok(Some(t)) => {
-                    e.stage_taken = true;
+                    e.res.stage_taken = true;
                     ev.srq_limit |= t.limit_reached;
                     Ok(Some((t.len, 0)))
                 }
@@ -287,7 +316,7 @@ impl QpShared {
                 Err(_) => Err(()),
             };
         }
-        let Some(rqc) = &e.rqc else {
+        let Some(rqc) = &e.res.rqc else {
             return Ok(None);
         };
         let prod = self.rq_producer(e).map_err(|_| ())?;
@@ -300,7 +329,7 @@ impl QpShared {
 
     /// Scatters `data` into the current receive WQE at byte `offset`.
     pub(super) fn scatter(&self, e: &Engine, offset: u32, data: &[u8]) -> Result {
-        let w = e.rwqe.wqe().ok_or(EINVAL)?;
+        let w = e.res.rwqe.wqe().ok_or(EINVAL)?;
         self.scatter_sges(w.sges(), offset, data)
     }
 }

@@ -3,11 +3,13 @@
 //! A QP's data path created: what the verbs give it ([`QpSetup`]) and its engine in the
 //! RESET state.
 
+use super::req::ReqSide;
+use super::resp::RespSide;
 use super::state::{new_responder, new_sender};
-use super::{replies, wq, xmit, Engine, QpShared, Queue, RecvCopy, Shadow, SrqQueue, SQ_SLOTS};
+use super::xmit::TxPath;
+use super::{replies, wq, Engine, QpShared, Queue, RecvCopy, Shadow, SrqQueue, SQ_SLOTS};
 use crate::params;
 use crate::proto::{
-    bth::Qpn,
     opcode::QpType as WireQpType,
     psn::Psn,
     uabi::{
@@ -71,51 +73,54 @@ impl QpShared {
         let (sq, rq, kq) = wq::split(s.sq, s.rq)?;
         let eng = Engine {
             counter: None,
-            sender: new_sender(&s.attrs, s.qp_type)?,
-            resp: new_responder(&s.attrs)?,
-            replies: replies::new_queue(0)?,
-            sqs: SendQueueState::new(sq_geo),
-            rqc: rq_geo.map(KernelConsumer::new),
-            sq_params: SendQueueParams {
-                qp_type: s.qp_type,
-                max_sge: s.caps.max_send_sge,
-                max_inline: s.caps.max_inline_data,
-                max_msg_size: MAX_MSG_SIZE,
-                length_check: LengthCheck::SgeSum,
-                allow_embedded_av: false,
-                gid_table_len: params::GID_TABLE_LEN,
-                // A kernel consumer's ring is never mapped to userspace.
-                kernel: s.kernel.is_some(),
-            },
-            rq_params: RecvQueueParams {
-                max_sge: s.caps.max_recv_sge,
-                max_msg_size: MAX_MSG_SIZE,
-                length_check: LengthCheck::SgeSum,
-            },
-            // A UD QP sends from slot 0 only; a connected QP keeps as many WQEs in flight as
-            // it asked its send queue to hold, at most `SQ_SLOTS` (the rest of a fuller ring
-            // waits there for a slot).
-            shadow: Shadow::new(
-                sq_elem,
-                match s.qp_type {
-                    WireQpType::Ud => 1,
-                    _ => usize::try_from(s.sq_depth.min(s.caps.max_send_wr)).unwrap_or(SQ_SLOTS),
+            req: ReqSide {
+                sender: new_sender(&s.attrs, s.qp_type)?,
+                sqs: SendQueueState::new(sq_geo),
+                params: SendQueueParams {
+                    qp_type: s.qp_type,
+                    max_sge: s.caps.max_send_sge,
+                    max_inline: s.caps.max_inline_data,
+                    max_msg_size: MAX_MSG_SIZE,
+                    length_check: LengthCheck::SgeSum,
+                    allow_embedded_av: false,
+                    gid_table_len: params::GID_TABLE_LEN,
+                    // A kernel consumer's ring is never mapped to userspace.
+                    kernel: s.kernel.is_some(),
                 },
-            )?,
-            rwqe: RecvCopy::new(rq_elem)?,
-            stage: RecvCopy::new(rq_elem)?,
-            stage_taken: false,
-            parked: None,
-            last_wqe_told: false,
-            sq_drain_due: false,
+                // A UD QP sends from slot 0 only; a connected QP keeps as many WQEs in flight
+                // as it asked its send queue to hold, at most `SQ_SLOTS` (the rest of a
+                // fuller ring waits there for a slot).
+                shadow: Shadow::new(
+                    sq_elem,
+                    match s.qp_type {
+                        WireQpType::Ud => 1,
+                        _ => {
+                            usize::try_from(s.sq_depth.min(s.caps.max_send_wr)).unwrap_or(SQ_SLOTS)
+                        }
+                    },
+                )?,
+                error: None,
+                drain_due: false,
+                timeout_us: None,
+                ud_psn: Psn::new(0),
+            },
+            res: RespSide {
+                responder: new_responder(&s.attrs)?,
+                replies: replies::new_queue(0)?,
+                rqc: rq_geo.map(KernelConsumer::new),
+                params: RecvQueueParams {
+                    max_sge: s.caps.max_recv_sge,
+                    max_msg_size: MAX_MSG_SIZE,
+                    length_check: LengthCheck::SgeSum,
+                },
+                rwqe: RecvCopy::new(rq_elem)?,
+                stage: RecvCopy::new(rq_elem)?,
+                stage_taken: false,
+                last_wqe_told: false,
+                parked: None,
+            },
+            tx: TxPath::new(),
             kq,
-            sq_error: None,
-            path: xmit::Path::default(),
-            routes: xmit::RouteCache::default(),
-            dest_qpn: Qpn::new(0),
-            timeout_us: None,
-            ip_id: 0,
-            ud_psn: Psn::new(0),
             attrs: s.attrs,
             caps: s.caps,
         };

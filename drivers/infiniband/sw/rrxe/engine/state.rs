@@ -124,16 +124,16 @@ impl QpShared {
         let _bh = BhGuard::new();
         let e = self.eng.lock();
         let mut a = e.attrs;
-        a.sq_draining = e.sq_drain_due;
+        a.sq_draining = e.req.drain_due;
         // The PSNs where the connection is now, as `rxe_qp_to_attr` reports them: the
         // next request the requester sends and the next one the responder expects.
         if self.qp_type != WireQpType::Ud {
             let state = e.state();
             if state.transmits() {
-                a.sq_psn = e.sender.next_psn().get();
+                a.sq_psn = e.req.sender.next_psn().get();
             }
             if state.accepts_requests() {
-                a.rq_psn = e.resp.expected_psn().get();
+                a.rq_psn = e.res.responder.expected_psn().get();
             }
         }
         (a, e.caps)
@@ -162,7 +162,7 @@ impl QpShared {
             let cur = e.attrs.state.unwrap_or(QpState::Reset);
             // What the transition does is the wire core's table (host-tested); the core's
             // `ib_modify_qp_is_ok()` has already checked the state pair and the masks.
-            let draining = cur == QpState::Sqd && !e.sender.is_idle();
+            let draining = cur == QpState::Sqd && !e.req.sender.is_idle();
             let fx = qp_state::modify(wire_state(cur), wire_state(next), draining)
                 .map_err(|_| EINVAL)?;
             merge(&mut e.attrs);
@@ -171,8 +171,8 @@ impl QpShared {
                 trace::qp_state(this.dev_name(), this.qpn, cur, next, c"modify_qp");
             }
             let a = e.attrs;
-            if a.mask & attr::TIMEOUT != 0 || e.timeout_us.is_none() {
-                e.timeout_us = local_ack_timeout_ns(a.timeout)
+            if a.mask & attr::TIMEOUT != 0 || e.req.timeout_us.is_none() {
+                e.req.timeout_us = local_ack_timeout_ns(a.timeout)
                     .map(|ns| u32::try_from(ns / 1000).unwrap_or(u32::MAX));
             }
             if fx.reset {
@@ -181,18 +181,18 @@ impl QpShared {
             if fx.start_responder {
                 match fresh.take() {
                     // The queue is empty before the responder starts (RESET clears it).
-                    Some((q, t)) if e.replies.is_empty() => {
-                        let old_q = core::mem::replace(&mut e.replies, q);
-                        let old_t = e.resp.reset_with_table(responder_config(&a), t);
+                    Some((q, t)) if e.res.replies.is_empty() => {
+                        let old_q = core::mem::replace(&mut e.res.replies, q);
+                        let old_t = e.res.responder.reset_with_table(responder_config(&a), t);
                         old = Some((old_q, old_t));
                     }
                     unused => {
                         old = unused;
-                        e.resp.reset(responder_config(&a));
+                        e.res.responder.reset(responder_config(&a));
                     }
                 }
-                e.dest_qpn = Qpn::new(a.dest_qp_num);
-                e.path = Path {
+                e.tx.dest_qpn = Qpn::new(a.dest_qp_num);
+                e.tx.av = Path {
                     ip: IpParams {
                         src: a.ah.sgid,
                         dst: a.ah.dgid,
@@ -210,18 +210,18 @@ impl QpShared {
             }
             if fx.start_requester {
                 if cur == QpState::Rtr {
-                    e.sender.reset(sender_config(&a, this.qp_type));
-                    e.ud_psn = Psn::new(a.sq_psn);
+                    e.req.sender.reset(sender_config(&a, this.qp_type));
+                    e.req.ud_psn = Psn::new(a.sq_psn);
                 } else {
                     // Resumed (from SQD): the WQEs posted meanwhile start.
-                    e.sender.set_sq_drain(false);
-                    e.sq_drain_due = false;
+                    e.req.sender.set_sq_drain(false);
+                    e.req.drain_due = false;
                     this.pump(e, ev);
                 }
             }
             if fx.drain_sq {
-                e.sender.set_sq_drain(true);
-                e.sq_drain_due = true;
+                e.req.sender.set_sq_drain(true);
+                e.req.drain_due = true;
                 this.check_sq_drained(e, ev);
             }
             if fx.flush {
@@ -237,27 +237,27 @@ impl QpShared {
     pub(super) fn reset(&self, e: &mut Engine) {
         self.rto.stop();
         self.rnr.stop();
-        e.sender.reset(sender_config(&e.attrs, self.qp_type));
-        e.resp.reset(responder_config(&e.attrs));
-        e.replies.clear();
-        e.routes.clear();
+        e.req.sender.reset(sender_config(&e.attrs, self.qp_type));
+        e.res.responder.reset(responder_config(&e.attrs));
+        e.res.replies.clear();
+        e.tx.routes.clear();
         self.tx_wait.stop();
-        e.sq_error = None;
-        e.shadow.reset();
+        e.req.error = None;
+        e.req.shadow.reset();
         // A WQE taken from the SRQ and not used is dropped with the rest (no completions).
-        e.stage_taken = false;
-        e.parked = None;
+        e.res.stage_taken = false;
+        e.res.parked = None;
         self.rewind
             .store(0, kernel::sync::atomic::ordering::Relaxed);
-        e.last_wqe_told = false;
-        e.sq_drain_due = false;
+        e.res.last_wqe_told = false;
+        e.req.drain_due = false;
         if let Ok(prod) = self.sq_producer(e) {
-            if let Ok(p) = e.sqs.drain(prod) {
+            if let Ok(p) = e.req.sqs.drain(prod) {
                 self.sq_publish(e, p);
             }
         }
         if let Ok(prod) = self.rq_producer(e) {
-            if let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.drain(prod)) {
+            if let Some(Ok(p)) = e.res.rqc.as_mut().map(|c| c.drain(prod)) {
                 self.rq_publish(e, p);
             }
         }

@@ -54,12 +54,12 @@ impl QpShared {
             let prod = match status {
                 Ok(prod) => prod,
                 Err(status) => {
-                    e.sq_error = Some(status);
+                    e.req.error = Some(status);
                     self.fail_sq_head(e, ev);
                     return;
                 }
             };
-            if e.sqs.mark_started(prod).is_err() {
+            if e.req.sqs.mark_started(prod).is_err() {
                 return;
             }
             self.complete_send(e, ev, 0, WcStatus::Success);
@@ -75,7 +75,7 @@ impl QpShared {
         if !self.dev.faults.any() {
             return true;
         }
-        let Some(wqe) = e.shadow.wqe(0) else {
+        let Some(wqe) = e.req.shadow.wqe(0) else {
             return true;
         };
         let (SendData::Sges(sges), Ok(len)) = (wqe.data(), usize::try_from(wqe.length())) else {
@@ -86,8 +86,8 @@ impl QpShared {
 
     /// UD: sends the datagram of the validated WQE copy in shadow slot 0.
     fn send_datagram(&self, e: &mut Engine) -> core::result::Result<(), WcStatus> {
-        let id = e.next_ip_id();
-        let wqe = e.shadow.wqe(0).ok_or(WcStatus::LocQpOpErr)?;
+        let id = e.tx.next_ip_id();
+        let wqe = e.req.shadow.wqe(0).ok_or(WcStatus::LocQpOpErr)?;
         let SendOp::Send {
             imm, ud: Some(ud), ..
         } = *wqe.op()
@@ -119,8 +119,8 @@ impl QpShared {
         } else {
             ud.remote_qkey
         };
-        let psn = e.ud_psn;
-        e.ud_psn = psn.next();
+        let psn = e.req.ud_psn;
+        e.req.ud_psn = psn.next();
         let spec = PacketSpec {
             bth: BthFields {
                 opcode: if imm.is_some() {
@@ -143,7 +143,7 @@ impl QpShared {
             ..PacketSpec::default()
         };
         let len = usize::try_from(wqe.length()).map_err(|_| WcStatus::LocLenErr)?;
-        let sent = self.xmit(&mut e.routes, &path, id, &spec, len, |out| {
+        let sent = self.xmit(&mut e.tx.routes, &path, id, &spec, len, |out| {
             match wqe.data() {
                 SendData::Inline(bytes) => {
                     out.copy_from_slice(bytes.get(..out.len()).ok_or(EINVAL)?);
@@ -187,7 +187,7 @@ impl QpShared {
         if pkt.opcode().info().is_none_or(|i| i.op != Op::Send) || deth.qkey() != e.attrs.qkey {
             return false;
         }
-        if e.parked.is_some() {
+        if e.res.parked.is_some() {
             // One datagram waits for a page fault already: this one is lost, as on a wire.
             return false;
         }
@@ -223,7 +223,7 @@ impl QpShared {
                 {
                     return false;
                 }
-                e.parked = Some(Parked { data, meta });
+                e.res.parked = Some(Parked { data, meta });
                 true
             }
         }
@@ -236,7 +236,7 @@ impl QpShared {
             return;
         };
         if self.place_datagram(e, ev, grh, payload, &d.meta) == Placed::NotPresent {
-            e.parked = Some(d);
+            e.res.parked = Some(d);
         }
     }
 
@@ -267,7 +267,7 @@ impl QpShared {
         // Too small a buffer: the receive completes with a length error.
         let fits = usize::try_from(len).is_ok_and(|l| l >= total);
         if fits && self.dev.faults.any() {
-            let present = e.stage.wqe().is_none_or(|w| {
+            let present = e.res.stage.wqe().is_none_or(|w| {
                 self.ensure_sges_present(
                     w.sges(),
                     0,
@@ -280,12 +280,12 @@ impl QpShared {
                 return Placed::NotPresent;
             }
         }
-        core::mem::swap(&mut e.rwqe, &mut e.stage);
-        e.stage_taken = false;
-        if let Some(Ok(p)) = e.rqc.as_mut().map(|c| c.advance(prod)) {
+        core::mem::swap(&mut e.res.rwqe, &mut e.res.stage);
+        e.res.stage_taken = false;
+        if let Some(Ok(p)) = e.res.rqc.as_mut().map(|c| c.advance(prod)) {
             self.rq_publish(e, p);
         }
-        let wr_id = e.rwqe.wr_id();
+        let wr_id = e.res.rwqe.wr_id();
         let placed = fits
             && self.scatter(e, 0, grh).is_ok()
             && self.scatter(e, GRH_LEN as u32, payload).is_ok();

@@ -287,13 +287,16 @@ impl QpShared {
     ) -> core::result::Result<(), WcStatus> {
         match (&self.sq, &e.kq) {
             (Some(q), _) => {
-                let copy = e.shadow.scratch_for(id).ok_or(WcStatus::LocQpOpErr)?;
+                let copy = e.req.shadow.scratch_for(id).ok_or(WcStatus::LocQpOpErr)?;
                 q.read_slot(slot, copy).map_err(|_| WcStatus::LocQpOpErr)?;
-                e.shadow.check(id, &e.sq_params).map(|_| ())
+                e.req.shadow.check(id, &e.req.params).map(|_| ())
             }
             (None, Some(k)) => {
                 let (w, data) = k.sq.get(slot).ok_or(WcStatus::LocQpOpErr)?;
-                e.shadow.install(id, w, data).ok_or(WcStatus::LocQpOpErr)
+                e.req
+                    .shadow
+                    .install(id, w, data)
+                    .ok_or(WcStatus::LocQpOpErr)
             }
             (None, None) => Err(WcStatus::LocQpOpErr),
         }
@@ -333,14 +336,14 @@ impl QpShared {
         }
     }
 
-    /// Puts a validated copy of the receive WQE posted in `slot` in `e.stage`; returns its
+    /// Puts a validated copy of the receive WQE posted in `slot` in `e.res.stage`; returns its
     /// length.
     pub(super) fn load_recv(&self, e: &mut Engine, slot: &Slot) -> Result<u32> {
         match (&self.rq, e.kq.as_ref().and_then(|k| k.rq.as_ref())) {
-            (Some(q), _) => e.stage.load_user(q, slot, &e.rq_params),
+            (Some(q), _) => e.res.stage.load_user(q, slot, &e.res.params),
             (None, Some(k)) => {
                 let (w, data) = k.get(slot).ok_or(EINVAL)?;
-                e.stage.load_kernel(w, data)
+                e.res.stage.load_kernel(w, data)
             }
             (None, None) => Err(EINVAL),
         }
@@ -357,7 +360,7 @@ impl QpShared {
             if !wr.opcode.allowed_on(this.qp_type) {
                 return Err(EINVAL);
             }
-            let params = e.sq_params;
+            let params = e.req.params;
             let k = e.kq.as_mut().ok_or(EINVAL)?;
             k.sq.push(|area| {
                 let data = if wr.flags.contains(SendFlags::INLINE) {
@@ -376,7 +379,7 @@ impl QpShared {
     /// Kernel consumers (`ib_post_recv`): checks a receive work request and queues it.
     pub(crate) fn push_recv(&self, wr_id: u64, sges: &[Sge]) -> Result {
         self.with_engine(|this, e, ev| {
-            let params = e.rq_params;
+            let params = e.res.params;
             let k = e.kq.as_mut().and_then(|k| k.rq.as_mut()).ok_or(EINVAL)?;
             k.push(|area| {
                 write_sges(area, sges)?;

@@ -12,12 +12,13 @@
 
 use super::{Engine, QpShared};
 use crate::counters::PortCounter;
+use crate::crc::kernel_crc32;
 use crate::proto::{
+    bth::Qpn,
     icrc::{self, IpHdr, UDP_LEN},
     ip::{self, IpParams},
     packet::{self, PacketSpec},
 };
-use crate::crc::kernel_crc32;
 use kernel::prelude::*;
 use kernel::rdma::{
     net::{Route, TxBuf},
@@ -89,7 +90,29 @@ impl RouteCache {
     }
 }
 
-impl Engine {
+/// Where a QP's packets go.
+pub(super) struct TxPath {
+    /// Addressing of outgoing packets (from the address vector).
+    pub(super) av: Path,
+    /// The route of the last packet sent.
+    pub(super) routes: RouteCache,
+    /// The destination QP (connected QPs).
+    pub(super) dest_qpn: Qpn,
+    /// IPv4 identification of the next packet.
+    ip_id: u16,
+}
+
+impl TxPath {
+    /// Nowhere yet: the address vector comes with `modify_qp`.
+    pub(super) fn new() -> Self {
+        Self {
+            av: Path::default(),
+            routes: RouteCache::default(),
+            dest_qpn: Qpn::new(0),
+            ip_id: 0,
+        }
+    }
+
     /// Returns the IPv4 identification for the next packet.
     pub(super) fn next_ip_id(&mut self) -> u16 {
         let id = self.ip_id;
@@ -156,8 +179,8 @@ impl QpShared {
     /// Sends a packet without payload (an acknowledgment) to the connected peer, counting
     /// the outcome (a lost one is recovered by the requester).
     pub(super) fn send_headers(&self, e: &mut Engine, spec: &PacketSpec<'_>) {
-        let id = e.next_ip_id();
-        let sent = self.xmit(&mut e.routes, &e.path, id, spec, 0, |_| Ok(()));
+        let id = e.tx.next_ip_id();
+        let sent = self.xmit(&mut e.tx.routes, &e.tx.av, id, spec, 0, |_| Ok(()));
         self.count_sent(e, sent, false);
     }
 }

@@ -66,7 +66,7 @@ use super::super::opcode::{Op, Opcode, Position};
 use super::super::packet::Packet;
 use super::super::psn::{Msn, Psn};
 use super::super::uabi::WrOpcode;
-use super::requester::{Sender, Slot, Transport};
+use super::requester::{RtoCmd, Sender, Slot, Transport};
 use super::WcStatus;
 
 mod poll;
@@ -271,7 +271,7 @@ impl<const N: usize> Sender<N> {
                 }
                 self.rnr_wait = true;
                 self.rto_armed = false;
-                self.rto_cmd = Some(false);
+                self.rto_cmd = Some(RtoCmd::Stop);
                 self.rnr_cmd = Some(timer);
                 self.seek(self.una);
             }
@@ -378,10 +378,10 @@ impl<const N: usize> Sender<N> {
         self.rnr_wait = false;
         if self.max_sent.diff(new_una) > 0 {
             self.rto_armed = true;
-            self.rto_cmd = Some(true);
+            self.rto_cmd = Some(RtoCmd::Arm);
         } else {
             self.rto_armed = false;
-            self.rto_cmd = Some(false);
+            self.rto_cmd = Some(RtoCmd::Stop);
         }
         true
     }

@@ -6,7 +6,7 @@
 
 use super::super::super::aeth::RnrTimer;
 use super::super::super::uabi::WrOpcode;
-use super::super::requester::Sender;
+use super::super::requester::{RtoCmd, Sender};
 use super::super::WcStatus;
 
 /// A send work completion, in posting order; the caller writes the completion entry (for
@@ -44,11 +44,10 @@ pub enum SendAction {
 impl<const N: usize> Sender<N> {
     /// Returns the next action, or `None` when there is nothing left to do for now.
     pub fn poll(&mut self) -> Option<SendAction> {
-        if let Some(arm) = self.rto_cmd.take() {
-            return Some(if arm {
-                SendAction::ArmRetransmitTimer
-            } else {
-                SendAction::StopRetransmitTimer
+        if let Some(cmd) = self.rto_cmd.take() {
+            return Some(match cmd {
+                RtoCmd::Arm => SendAction::ArmRetransmitTimer,
+                RtoCmd::Stop => SendAction::StopRetransmitTimer,
             });
         }
         if let Some(t) = self.rnr_cmd.take() {

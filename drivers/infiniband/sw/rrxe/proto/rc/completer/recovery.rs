@@ -4,7 +4,7 @@
 //! retransmit and RNR timer expiries, the go-back-N retry they start with its retry counter
 //! and timeout backoff, and the error state a failed or flushed send side enters.
 
-use super::super::requester::{Sender, MAX_RTO_BACKOFF};
+use super::super::requester::{RtoCmd, Sender, MAX_RTO_BACKOFF};
 use super::super::WcStatus;
 
 /// Returns the local ACK timeout in nanoseconds for the `IB_QP_TIMEOUT` value `t`
@@ -80,7 +80,7 @@ impl<const N: usize> Sender<N> {
         } else {
             // The retransmissions re-arm it.
             self.rto_armed = false;
-            self.rto_cmd = Some(false);
+            self.rto_cmd = Some(RtoCmd::Stop);
         }
         self.seek(self.una);
     }
@@ -98,7 +98,7 @@ impl<const N: usize> Sender<N> {
         self.rnr_cmd = None;
         if self.rto_armed {
             self.rto_armed = false;
-            self.rto_cmd = Some(false);
+            self.rto_cmd = Some(RtoCmd::Stop);
         }
     }
 }

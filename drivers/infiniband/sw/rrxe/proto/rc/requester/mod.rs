@@ -105,6 +105,15 @@ impl SenderConfig {
     }
 }
 
+/// What [`Sender::poll`] is to tell the retransmit timer next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RtoCmd {
+    /// (Re)arm it.
+    Arm,
+    /// Stop it.
+    Stop,
+}
+
 /// Why [`Sender::post`] refused a WQE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PostError {
@@ -209,8 +218,8 @@ pub struct Sender<const N: usize> {
     /// Retransmit timer expiries in a row without progress (the timeout doubles with each,
     /// up to [`MAX_RTO_BACKOFF`] times).
     pub(super) rto_backoff: u8,
-    /// Retransmit timer command for `poll`: `Some(true)` (re)arm, `Some(false)` stop.
-    pub(super) rto_cmd: Option<bool>,
+    /// Retransmit timer command for `poll`.
+    pub(super) rto_cmd: Option<RtoCmd>,
     /// RNR timer to arm, for `poll`.
     pub(super) rnr_cmd: Option<super::super::aeth::RnrTimer>,
     /// Congestion window: at most this many PSNs outstanding, at most

@@ -7,7 +7,7 @@
 //! transmitted ([`Sender::unsend`]).
 
 use super::super::super::uabi::WrOpcode;
-use super::{Sender, Transport, TxPacket};
+use super::{RtoCmd, Sender, Transport, TxPacket};
 
 impl<const N: usize> Sender<N> {
     /// Returns the next packet to transmit, new or retransmitted, or `None` if there is
@@ -102,7 +102,7 @@ impl<const N: usize> Sender<N> {
             self.advance_done();
         } else if !self.rto_armed {
             self.rto_armed = true;
-            self.rto_cmd = Some(true);
+            self.rto_cmd = Some(RtoCmd::Arm);
         }
         let solicited = wqe.solicited
             && last
