@@ -139,6 +139,18 @@ pub mod attr {
     pub const DEST_QPN: u32 = bindings::ib_qp_attr_mask_IB_QP_DEST_QPN;
 }
 
+/// What a driver's `query_qp` reports: what the core copies into `struct ib_qp_attr` and
+/// the parts of `struct ib_qp_init_attr` it returns.
+#[derive(Copy, Clone, Debug)]
+pub struct QpQuery {
+    /// The current attributes.
+    pub attrs: QpAttrs,
+    /// The work queue capabilities.
+    pub caps: QpCaps,
+    /// Every send WQE is signalled (`IB_SIGNAL_ALL_WR`), not only those that ask.
+    pub sq_sig_all: bool,
+}
+
 /// Work queue capabilities (`struct ib_qp_cap`).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct QpCaps {
@@ -634,7 +646,11 @@ pub(crate) unsafe fn query<T: Driver>(
 ) -> Result {
     // SAFETY: Per the function's contract.
     let qp = unsafe { &*qp.cast::<Qp<T>>() };
-    let (a, caps, sig_all) = T::query_qp(qp)?;
+    let QpQuery {
+        attrs: a,
+        caps,
+        sq_sig_all,
+    } = T::query_qp(qp)?;
     // SAFETY: `attr` and `init` are valid for writes; zeroing them first leaves no stale
     // kernel data for the core to copy to userspace.
     unsafe {
@@ -642,7 +658,7 @@ pub(crate) unsafe fn query<T: Driver>(
         a.write(&mut *attr);
         (*init).cap = pin_init::zeroed();
         caps.write(&mut (*init).cap);
-        (*init).sq_sig_type = if sig_all {
+        (*init).sq_sig_type = if sq_sig_all {
             bindings::ib_sig_type_IB_SIGNAL_ALL_WR
         } else {
             bindings::ib_sig_type_IB_SIGNAL_REQ_WR

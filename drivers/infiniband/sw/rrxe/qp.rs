@@ -22,7 +22,7 @@ use kernel::rdma::{
     cq::CqRef,
     device::{Device, Mtu},
     pd::Pd,
-    qp::{self, attr, AhAttr, GidType, Qp, QpAttrs, QpCaps, QpInit, QpState, QpType},
+    qp::{self, attr, AhAttr, GidType, Qp, QpAttrs, QpCaps, QpInit, QpQuery, QpState, QpType},
     srq::SrqRef,
     wr::{RecvWr, SendWr},
 };
@@ -337,11 +337,15 @@ impl RrxeQp {
     }
 
     /// Returns the attributes for `ibv_query_qp`.
-    pub(crate) fn query(qp: &Qp<Rrxe>) -> (QpAttrs, QpCaps, bool) {
-        let (mut a, caps) = qp.data().shared.query();
-        a.cap = caps;
-        a.mask = 0;
-        (a, caps, qp.data().shared.sig_all())
+    pub(crate) fn query(qp: &Qp<Rrxe>) -> QpQuery {
+        let (mut attrs, caps) = qp.data().shared.query();
+        attrs.cap = caps;
+        attrs.mask = 0;
+        QpQuery {
+            attrs,
+            caps,
+            sq_sig_all: qp.data().shared.sig_all(),
+        }
     }
 }
 

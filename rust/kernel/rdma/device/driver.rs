@@ -22,7 +22,7 @@ use crate::{
         mr::{AccessFlags, Mr, MrKeys, MrRereg, MrSg, MrType, UserMrReq},
         mw::{Mw, MwInit},
         pd::Pd,
-        qp::{AhAttr, Qp, QpAttrs, QpCaps, QpInit},
+        qp::{AhAttr, Qp, QpAttrs, QpInit, QpQuery},
         srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
         usecnt::Dying,
         wr::{KernelDma, RecvWr, SendWr, Wc},
@@ -202,7 +202,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Returns the current attributes, the capabilities and whether all send WQEs are
     /// signalled.
-    fn query_qp(qp: &Qp<Self>) -> Result<(QpAttrs, QpCaps, bool)>;
+    fn query_qp(qp: &Qp<Self>) -> Result<QpQuery>;
 
     /// Prepares the destruction of a queue pair; on success its data is dropped next.
     fn destroy_qp(qp: &Qp<Self>) -> Result;

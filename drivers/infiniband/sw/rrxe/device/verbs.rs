@@ -32,7 +32,7 @@ use kernel::rdma::{
     mw::{Mw, MwInit},
     odp::MrAdvice,
     pd::Pd,
-    qp::{AhAttr, Qp, QpAttrs, QpCaps, QpInit},
+    qp::{AhAttr, Qp, QpAttrs, QpInit, QpQuery},
     srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
     usecnt::Dying,
     wr::{KernelDma, RecvWr, SendWr, Sge, Wc},
@@ -300,7 +300,7 @@ impl Driver for Rrxe {
         RrxeQp::modify(qp, attrs)
     }
 
-    fn query_qp(qp: &Qp<Self>) -> Result<(QpAttrs, QpCaps, bool)> {
+    fn query_qp(qp: &Qp<Self>) -> Result<QpQuery> {
         Ok(RrxeQp::query(qp))
     }
 

@@ -152,7 +152,7 @@ impl<const N: usize> Sender<N> {
     /// Returns where the data of a READ response or atomic ACK goes, if the sender would
     /// take it now; `None` for any other response, or one it would drop.
     pub fn check_response(&self, r: &Response) -> Option<Deliver> {
-        if self.dead || self.cfg.transport == Transport::Uc {
+        if self.is_dead() || self.cfg.transport == Transport::Uc {
             return None;
         }
         let op = r.opcode.info()?.op;
@@ -208,7 +208,7 @@ impl<const N: usize> Sender<N> {
     /// WQE's local memory is not writable): the PSNs before it are acknowledged, the WQE
     /// completes with `status` and the QP enters the error state.
     pub fn on_local_error(&mut self, r: &Response, status: WcStatus) {
-        if self.dead || self.cfg.transport == Transport::Uc {
+        if self.is_dead() || self.cfg.transport == Transport::Uc {
             return;
         }
         self.ack_through(r.psn, true);
@@ -218,7 +218,7 @@ impl<const N: usize> Sender<N> {
     /// Processes a response (ACK, NAK, RNR NAK, READ response or atomic ACK); ignored on
     /// [`Transport::Uc`], which has none.
     pub fn on_response(&mut self, r: &Response) {
-        if self.dead || self.cfg.transport == Transport::Uc {
+        if self.is_dead() || self.cfg.transport == Transport::Uc {
             return;
         }
         let Some(info) = r.opcode.info() else {
@@ -364,7 +364,7 @@ impl<const N: usize> Sender<N> {
         self.cwnd.on_ack(new_una.diff(self.una).unsigned_abs());
         self.una = new_una;
         self.advance_done();
-        if self.dead {
+        if self.is_dead() {
             // A failed local operation became the oldest WQE.
             return true;
         }

@@ -6,7 +6,7 @@
 
 use super::super::super::aeth::RnrTimer;
 use super::super::super::uabi::WrOpcode;
-use super::super::requester::{RtoCmd, Sender};
+use super::super::requester::{RtoCmd, SendState, Sender};
 use super::super::WcStatus;
 
 /// A send work completion, in posting order; the caller writes the completion entry (for
@@ -57,11 +57,9 @@ impl<const N: usize> Sender<N> {
             let status = if self.done > 0 {
                 self.done = self.done.wrapping_sub(1);
                 Some(WcStatus::Success)
-            } else if let Some(status) = self.error.take() {
-                self.flushing = true;
-                Some(status)
-            } else if self.flushing {
-                Some(WcStatus::WrFlushErr)
+            } else if let SendState::Dead { failed, .. } = &mut self.state {
+                // The failed WQE's status once, then every other is flushed.
+                Some(failed.take().unwrap_or(WcStatus::WrFlushErr))
             } else {
                 None
             };
@@ -77,8 +75,11 @@ impl<const N: usize> Sender<N> {
                 }));
             }
         }
-        if self.error_pending {
-            self.error_pending = false;
+        if let SendState::Dead {
+            tell: tell @ true, ..
+        } = &mut self.state
+        {
+            *tell = false;
             return Some(SendAction::EnterError);
         }
         None

@@ -4,7 +4,7 @@
 //! retransmit and RNR timer expiries, the go-back-N retry they start with its retry counter
 //! and timeout backoff, and the error state a failed or flushed send side enters.
 
-use super::super::requester::{RtoCmd, Sender, MAX_RTO_BACKOFF};
+use super::super::requester::{RtoCmd, SendState, Sender, MAX_RTO_BACKOFF};
 use super::super::WcStatus;
 
 /// Returns the local ACK timeout in nanoseconds for the `IB_QP_TIMEOUT` value `t`
@@ -19,7 +19,7 @@ pub fn local_ack_timeout_ns(t: u8) -> Option<u64> {
 impl<const N: usize> Sender<N> {
     /// Processes an expiry of the retransmit timer (local ACK timeout).
     pub fn on_retransmit_timeout(&mut self) {
-        if self.dead || !self.rto_armed {
+        if self.is_dead() || !self.rto_armed {
             return;
         }
         self.rto_armed = false;
@@ -35,7 +35,7 @@ impl<const N: usize> Sender<N> {
     /// on-demand paging memory, resolved since), not because the network lost it. Nothing
     /// during an RNR wait (its timer resends) or with nothing outstanding.
     pub fn on_fault_resolved(&mut self) {
-        if self.dead || self.rnr_wait || self.max_sent.diff(self.una) <= 0 {
+        if self.is_dead() || self.rnr_wait || self.max_sent.diff(self.una) <= 0 {
             return;
         }
         self.retry_started = true;
@@ -44,7 +44,7 @@ impl<const N: usize> Sender<N> {
 
     /// Processes an expiry of the RNR timer: resend from the RNR NAK'ed PSN.
     pub fn on_rnr_timeout(&mut self) {
-        if self.dead || !self.rnr_wait {
+        if self.is_dead() || !self.rnr_wait {
             return;
         }
         self.rnr_wait = false;
@@ -56,9 +56,11 @@ impl<const N: usize> Sender<N> {
     /// every outstanding WQE is completed by [`Sender::poll`] with
     /// [`WcStatus::WrFlushErr`].
     pub fn flush(&mut self) {
-        if !self.dead {
-            self.dead = true;
-            self.flushing = true;
+        if !self.is_dead() {
+            self.state = SendState::Dead {
+                failed: None,
+                tell: false,
+            };
             self.stop_timers();
         }
     }
@@ -87,9 +89,10 @@ impl<const N: usize> Sender<N> {
 
     /// Completes the oldest unacknowledged WQE with `status` and enters the error state.
     pub(in super::super) fn fail(&mut self, status: WcStatus) {
-        self.dead = true;
-        self.error = Some(status);
-        self.error_pending = true;
+        self.state = SendState::Dead {
+            failed: Some(status),
+            tell: true,
+        };
         self.stop_timers();
     }
 

@@ -105,6 +105,22 @@ impl SenderConfig {
     }
 }
 
+/// Whether a [`Sender`] is sending or in the error state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SendState {
+    /// Sending.
+    Live,
+    /// In the error state (a WQE failed, or the QP was moved to ERR): nothing is sent, and
+    /// [`Sender::poll`] completes the WQEs after the acknowledged ones, the first with
+    /// `failed` if a WQE failed (until returned), every other with `WrFlushErr`.
+    Dead {
+        /// The status of the WQE that failed, until `poll` returns its completion.
+        failed: Option<super::WcStatus>,
+        /// The QP error is still to be reported through `poll` (a WQE failed).
+        tell: bool,
+    },
+}
+
 /// What [`Sender::poll`] is to tell the retransmit timer next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum RtoCmd {
@@ -197,14 +213,8 @@ pub struct Sender<const N: usize> {
     pub(super) ack_asked: Psn,
     /// Head slots acknowledged but not yet returned by `poll`.
     pub(super) done: usize,
-    /// Error status for the slot after the `done` ones.
-    pub(super) error: Option<super::WcStatus>,
-    /// Completing every remaining slot with `WrFlushErr`.
-    pub(super) flushing: bool,
-    /// QP error to report through `poll`.
-    pub(super) error_pending: bool,
-    /// The send side is in the error state.
-    pub(super) dead: bool,
+    /// Sending, or in the error state (and what `poll` still has to report of it).
+    pub(super) state: SendState,
     /// SQ drain: do not start new WQEs.
     pub(super) draining: bool,
     pub(super) retry_left: u8,
@@ -233,6 +243,11 @@ pub struct Sender<const N: usize> {
 pub const MAX_RTO_BACKOFF: u8 = 5;
 
 impl<const N: usize> Sender<N> {
+    /// Returns whether the send side is in the error state.
+    pub(super) fn is_dead(&self) -> bool {
+        matches!(self.state, SendState::Dead { .. })
+    }
+
     /// Creates a sender in its initial (RTS entry) state.
     pub fn new(cfg: SenderConfig) -> Self {
         let cfg = SenderConfig {
@@ -256,10 +271,7 @@ impl<const N: usize> Sender<N> {
             noack_pkts: 0,
             ack_asked: cfg.sq_psn,
             done: 0,
-            error: None,
-            flushing: false,
-            error_pending: false,
-            dead: false,
+            state: SendState::Live,
             draining: false,
             retry_left: cfg.retry_cnt,
             rnr_left: cfg.rnr_retry,
@@ -295,7 +307,7 @@ impl<const N: usize> Sender<N> {
 
     /// Returns `true` if [`Sender::post`] would accept a WQE.
     pub fn has_room(&self) -> bool {
-        !self.dead && self.len < N
+        !self.is_dead() && self.len < N
     }
 
     /// Returns the number of WQEs posted and not yet completed by [`Sender::poll`].
@@ -338,7 +350,7 @@ impl<const N: usize> Sender<N> {
 
     /// Hands a WQE to the sender, behind all earlier ones.
     pub fn post(&mut self, wqe: PostedWqe) -> Result<(), PostError> {
-        if self.dead {
+        if self.is_dead() {
             return Err(PostError::QpError);
         }
         if wqe.len > MAX_DMA_LEN {
@@ -379,7 +391,7 @@ impl<const N: usize> Sender<N> {
                 match slot.ran {
                     Some(true) => {}
                     Some(false) => {
-                        if !self.dead {
+                        if !self.is_dead() {
                             self.fail(slot.wqe.op.local_error());
                         }
                         return;

@@ -16,7 +16,7 @@ impl<const N: usize> Sender<N> {
     /// Call [`Sender::poll`] afterwards: the first packet sent arms the retransmit timer
     /// (RC); on UC, a WQE whose last packet this was completes.
     pub fn next_packet(&mut self) -> Option<TxPacket> {
-        if self.dead || self.rnr_wait {
+        if self.is_dead() || self.rnr_wait {
             return None;
         }
         // Local operations carried out already (met again after a go-back-N) are passed
@@ -134,7 +134,7 @@ impl<const N: usize> Sender<N> {
     /// A local operation runs when every earlier WQE has been handed out, in send queue
     /// order, as in rxe's requester; it completes once every earlier WQE has completed.
     pub fn next_local(&mut self) -> Option<(u32, WrOpcode)> {
-        if self.dead || self.rnr_wait || self.tx_pkt != 0 {
+        if self.is_dead() || self.rnr_wait || self.tx_pkt != 0 {
             return None;
         }
         let slot = *self.slot(self.tx_slot)?;
@@ -193,7 +193,7 @@ impl<const N: usize> Sender<N> {
     /// was. Returns `false` (the packet is lost) on UC, where a packet handed out already
     /// counted as sent, or if `p` is not the last packet handed out.
     pub fn unsend(&mut self, p: &TxPacket) -> bool {
-        if self.dead || self.cfg.transport != Transport::Rc {
+        if self.is_dead() || self.cfg.transport != Transport::Rc {
             return false;
         }
         // The cursor is just past `p`: at its next PSN, or at the end of its WQE (its last
