@@ -30,8 +30,6 @@ use kernel::uaccess::{UserPtr, UserSlice};
 pub(crate) struct RrxeSrq {
     /// The queue, shared with the QPs attached to the SRQ.
     pub(crate) shared: Arc<SrqQueue>,
-    /// Most SGEs per WQE.
-    max_sge: u32,
     _charge: Charge,
 }
 
@@ -87,7 +85,6 @@ impl RrxeSrq {
         init.set_attrs(&attrs);
         Ok(Self {
             shared: SrqQueue::new(geo, ring, max_sge, a.srq_limit)?,
-            max_sge,
             _charge: charge,
         })
     }
@@ -154,11 +151,11 @@ impl RrxeSrq {
 
     /// `ibv_query_srq`.
     pub(crate) fn query(srq: &Srq<Rrxe>) -> SrqAttrs {
-        let this = srq.data();
-        let (srq_limit, capacity) = this.shared.limit_and_capacity();
+        let this = &srq.data().shared;
+        let (srq_limit, capacity) = this.limit_and_capacity();
         SrqAttrs {
             max_wr: capacity,
-            max_sge: this.max_sge,
+            max_sge: this.max_sge(),
             srq_limit,
         }
     }

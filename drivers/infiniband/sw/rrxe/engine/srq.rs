@@ -67,6 +67,12 @@ pub(crate) fn srq_geometry(entries: u32, elem: usize) -> Result<QueueGeometry> {
     QueueGeometry::new(entries, elem, CACHE_LINE_SIZE).map_err(|_| EINVAL)
 }
 
+/// A kernel consumer's ring of geometry `geo` (its WQEs' data after their fixed part).
+fn kernel_ring(geo: QueueGeometry) -> Result<KernelRing<CheckedRecvWqe>> {
+    let data = geo.elem_size().checked_sub(RECV_WQE_DATA_OFFSET);
+    KernelRing::new(geo, data.ok_or(EINVAL)?)
+}
+
 /// Where a new SRQ's WQEs are.
 pub(crate) enum SrqRing {
     /// A user ring (librxe writes it).
@@ -95,10 +101,7 @@ impl SrqQueue {
     ) -> Result<Arc<Self>> {
         let ring = match ring {
             SrqRing::User(q) => Ring::User(q),
-            SrqRing::Kernel => {
-                let data = geo.elem_size().checked_sub(RECV_WQE_DATA_OFFSET);
-                Ring::Kernel(KernelRing::new(geo, data.ok_or(EINVAL)?)?)
-            }
+            SrqRing::Kernel => Ring::Kernel(kernel_ring(geo)?),
         };
         Arc::pin_init(
             try_pin_init!(Self {
@@ -125,6 +128,11 @@ impl SrqQueue {
     /// Returns the size of a WQE slot (what a QP's copy must hold).
     pub(crate) fn elem(&self) -> usize {
         self.elem
+    }
+
+    /// Returns the most SGEs a WQE may have.
+    pub(crate) fn max_sge(&self) -> u32 {
+        self.params.max_sge
     }
 
     /// Returns the armed limit and the capacity.
@@ -181,8 +189,7 @@ impl SrqQueue {
     /// takes WQEs only under the lock, so none is half taken). `EINVAL` if they do not fit,
     /// or if the armed limit would exceed the new size; nothing changes then.
     pub(crate) fn resize_kernel(&self, geo: QueueGeometry) -> Result {
-        let data = geo.elem_size().checked_sub(RECV_WQE_DATA_OFFSET);
-        let mut ring = KernelRing::new(geo, data.ok_or(EINVAL)?)?;
+        let mut ring = kernel_ring(geo)?;
         let bh = BhGuard::new();
         let mut q = self.q.lock();
         let moved = match &q.ring {

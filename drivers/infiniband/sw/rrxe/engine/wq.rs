@@ -355,11 +355,8 @@ impl QpShared {
     /// its SGEs, or its payload if it is inline.
     pub(crate) fn push_send(&self, wr: &KernelSendWr, sges: &[Sge]) -> Result {
         self.with_engine(|this, e, _| {
-            // The operations this QP's type allows (the wire core's sender refuses the
-            // others): refused by `ib_post_send`, which points `bad_wr` at the request.
-            if !wr.opcode.allowed_on(this.qp_type) {
-                return Err(EINVAL);
-            }
+            // `from_kernel` refuses an opcode the QP's type does not allow (`EINVAL`: the
+            // core points `bad_wr` at the request), as any other malformed request.
             let params = e.req.params;
             let k = e.kq.as_mut().ok_or(EINVAL)?;
             k.sq.push(|area| {
