@@ -4,11 +4,12 @@
 # Writes the rrxe kernel patch series for a Linux 7.3 tree into DIR (default build/series),
 # as `git format-patch` output, one logical change per patch:
 #   1. RDMA/core: the software transport tracepoints                (patches/0006 + rdma_sw)
-#   2. rust: bindings: the RDMA, networking, crc32, rdma_sw headers (patches/0001)
-#   3. rust: rdma: kernel::rdma with its helpers and Kconfig        (patches/0002-0004 + rust/)
-#   4. RDMA/rrxe: the driver, its Kconfig and Makefile              (patches/0005 + drivers/)
-#   5. Documentation: infiniband: the rrxe design page              (Documentation/rrxe.rst)
-#   6. MAINTAINERS: the rrxe and kernel::rdma entry
+#   2. RDMA/core: rdma_user_mmap_vmalloc()                          (patches/0007)
+#   3. rust: bindings: the RDMA, networking, crc32, rdma_sw headers (patches/0001)
+#   4. rust: rdma: kernel::rdma with its helpers and Kconfig        (patches/0002-0004 + rust/)
+#   5. RDMA/rrxe: the driver, its Kconfig and Makefile              (patches/0005 + drivers/)
+#   6. Documentation: infiniband: the rrxe design page              (Documentation/rrxe.rst)
+#   7. MAINTAINERS: the rrxe and kernel::rdma entry
 # The commits are made in a scratch git repository whose base holds the pristine 7.3.4
 # copies of every file the series modifies, so the `index` lines name the real blobs and
 # `git am` (3-way included) applies the series to a 7.3.4 tree.
@@ -92,6 +93,14 @@ NAKs a QP sends and receives, for drivers that run the transport in
 software, named by the netdevice and the QP number, defined in ib_core
 with their entry points for Rust drivers." \
 	$(pf '0006-*.patch') -- include/trace/events/rdma_sw.h drivers/infiniband/core/sw_trace.c
+
+commit "RDMA/core: add rdma_user_mmap_vmalloc()" \
+"Software drivers share their queues with user space in vmalloc_user()
+memory. rdma_user_mmap_vmalloc() maps such memory and tracks the mapping
+as rdma_user_mmap_io() does for IO memory (a reference on the mmap entry
+until it is unmapped, zapped on disassociation), so a driver outside the
+core needs nothing from core_priv.h to do it." \
+	$(pf '0007-*.patch') --
 
 commit "rust: bindings: add RDMA, UDP tunnel, routing and crc32 headers" \
 "Expose ib_core, uverbs, ib_umem, rdma netlink, UDP tunnel, IPv4/IPv6

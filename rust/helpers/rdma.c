@@ -16,9 +16,6 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
-/* struct rdma_umap_priv and rdma_umap_priv_init(), for rust_helper_rdma_umap_track(). */
-#include "../../drivers/infiniband/core/core_priv.h"
-
 #ifdef CONFIG_RUST_RDMA_ABSTRACTIONS
 /*
  * vmalloc_user(), charged to the caller's memory cgroup: a queue that a process sizes (up to
@@ -32,25 +29,6 @@ __rust_helper void *rust_helper_rdma_vmalloc_user_account(unsigned long size)
 	return __vmalloc_node_range_noprof(size, SHMLBA, VMALLOC_START, VMALLOC_END, gfp,
 					   PAGE_KERNEL, VM_USERMAP, NUMA_NO_NODE,
 					   __builtin_return_address(0));
-}
-
-/*
- * Tracks a mapping of driver memory in its uverbs file, as rdma_user_mmap_io() does for IO
- * memory: the VMA holds a reference on the mmap entry until it is unmapped, and when the
- * device goes away under the process (disassociation), the core zaps the VMA (later accesses
- * see a zeroed page, never the queue) and drops that reference. Called from the driver's
- * mmap operation (the core set the VMA's operations to its own, which free the tracking on
- * close), once the memory is mapped.
- */
-__rust_helper int rust_helper_rdma_umap_track(struct vm_area_struct *vma,
-					      struct rdma_user_mmap_entry *entry)
-{
-	struct rdma_umap_priv *priv = kzalloc(sizeof(*priv), GFP_KERNEL);
-
-	if (!priv)
-		return -ENOMEM;
-	rdma_umap_priv_init(priv, vma, entry);
-	return 0;
 }
 
 __rust_helper struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *piter)

@@ -389,18 +389,17 @@ pub(crate) unsafe fn map(
     }
     // SAFETY: Every entry of a context of ours is the first field of an `Entry`.
     let entry = unsafe { &*rdma.cast::<Entry>() };
-    // SAFETY: `vma` is valid; the entry's buffer is a `vmalloc_user()` allocation at least as
-    // large as the mapping (the core checked the length against the entry's size), kept alive
-    // by the entry, which the mapping holds a reference on from now on.
-    let mut ret = unsafe { bindings::remap_vmalloc_range(vma, entry.mem.buf.as_ptr().cast(), 0) };
-    if ret == 0 {
-        // SAFETY: `vma` is a VMA of the uverbs file of `ctx`, in the driver's `mmap` operation
-        // (whose VMA operations free the tracking on close), just mapped; `rdma` is a counted
-        // entry, which the tracking takes a reference of its own on.
-        ret = unsafe { bindings::rdma_umap_track(vma, rdma) };
-    }
+    // SAFETY: `vma` is the VMA of an `mmap()` of the uverbs file of `ctx`, in the driver's
+    // `mmap` operation (`ib_uverbs_mmap()` holds `disassociate_srcu`); the entry's buffer is a
+    // `vmalloc_user()` allocation at least as large as the mapping (the core checked the
+    // length against the entry's size), kept alive by the entry; `rdma` is a counted entry,
+    // which the mapping's tracking takes a reference of its own on (`ib_core_uverbs.c`,
+    // `rdma_umap_priv_init()`), dropped when it is unmapped or zapped.
+    let ret = unsafe {
+        bindings::rdma_user_mmap_vmalloc(ctx, vma, entry.mem.buf.as_ptr().cast(), rdma)
+    };
     // SAFETY: Drops the reference taken by `rdma_user_mmap_entry_get`; the VMA holds its own
-    // (taken by `rdma_umap_track`) until it is unmapped or zapped.
+    // (taken by `rdma_user_mmap_vmalloc`) until it is unmapped or zapped.
     unsafe { bindings::rdma_user_mmap_entry_put(rdma) };
     to_result(ret)
 }
