@@ -8,6 +8,7 @@
 #include <linux/netdevice.h>
 #include <linux/scatterlist.h>
 #include <linux/skbuff.h>
+#include <linux/spinlock.h>
 #include <linux/vmalloc.h>
 #include <net/dst.h>
 #include <net/ip6_fib.h>
@@ -87,6 +88,21 @@ __rust_helper void rust_helper_local_bh_disable(void)
 __rust_helper void rust_helper_local_bh_enable(void)
 {
 	local_bh_enable();
+}
+
+__rust_helper void rust_helper_spin_lock_bh(spinlock_t *lock)
+{
+	spin_lock_bh(lock);
+}
+
+__rust_helper void rust_helper_spin_unlock_bh(spinlock_t *lock)
+{
+	spin_unlock_bh(lock);
+}
+
+__rust_helper int rust_helper_spin_trylock_bh(spinlock_t *lock)
+{
+	return spin_trylock_bh(lock);
 }
 
 __rust_helper void rust_helper_kfree_skb(struct sk_buff *skb)

@@ -7,14 +7,10 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
-use crate::{
-    bindings, new_spinlock,
-    prelude::*,
-    sync::{Arc, SpinLock},
-};
+use crate::{bindings, prelude::*, static_lock_class, sync::Arc};
 use core::ptr::NonNull;
 
-use super::BhGuard;
+use super::BhSpinLock;
 
 /// Returns the event `kind` about an object of `device`, which `name` writes into the
 /// event's `element`.
@@ -79,14 +75,18 @@ unsafe impl Send for EventQp {}
 #[pin_data]
 pub struct QpEvents {
     #[pin]
-    qp: SpinLock<Option<EventQp>>,
+    qp: BhSpinLock<Option<EventQp>>,
 }
 
 impl QpEvents {
     pub(crate) fn new(qp: *mut bindings::ib_qp) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
-                qp <- new_spinlock!(NonNull::new(qp).map(EventQp), "rdma_qp_events"),
+                qp <- BhSpinLock::new(
+                    NonNull::new(qp).map(EventQp),
+                    c"rdma_qp_events",
+                    static_lock_class!()
+                ),
             }),
             GFP_KERNEL,
         )
@@ -99,7 +99,6 @@ impl QpEvents {
     /// Any context but hard interrupts; no lock of the driver's that the handler could need
     /// may be held (handlers may call back into the RDMA core).
     pub fn raise(&self, ev: QpEvent) {
-        let _bh = BhGuard::new();
         let guard = self.qp.lock();
         let Some(EventQp(qp)) = &*guard else {
             return;
@@ -117,7 +116,6 @@ impl QpEvents {
 
     /// Forgets the QP (it is being destroyed).
     pub(crate) fn clear(&self) {
-        let _bh = BhGuard::new();
         *self.qp.lock() = None;
     }
 }

@@ -395,9 +395,8 @@ pub(crate) unsafe fn map(
     // length against the entry's size), kept alive by the entry; `rdma` is a counted entry,
     // which the mapping's tracking takes a reference of its own on (`ib_core_uverbs.c`,
     // `rdma_umap_priv_init()`), dropped when it is unmapped or zapped.
-    let ret = unsafe {
-        bindings::rdma_user_mmap_vmalloc(ctx, vma, entry.mem.buf.as_ptr().cast(), rdma)
-    };
+    let ret =
+        unsafe { bindings::rdma_user_mmap_vmalloc(ctx, vma, entry.mem.buf.as_ptr().cast(), rdma) };
     // SAFETY: Drops the reference taken by `rdma_user_mmap_entry_get`; the VMA holds its own
     // (taken by `rdma_user_mmap_vmalloc`) until it is unmapped or zapped.
     unsafe { bindings::rdma_user_mmap_entry_put(rdma) };

@@ -18,6 +18,8 @@
 //! - [`net`]: the RoCEv2 UDP tunnel socket, received packets, routes and transmission.
 //! - [`trace`]: tracepoints of software transports (`rdma_sw`: QP states, retries, NAKs).
 //! - [`timer`]: protocol timers embedded in driver objects.
+//! - [`bh`]: bottom halves off for data the receive path shares ([`BhSpinLock`],
+//!   [`BhGuard`]).
 //! - [`bhwork`]: softirq work items embedded in driver objects (local delivery).
 //! - [`wr`]: work requests and completions of kernel consumers, kernel DMA addresses.
 //! - [`usecnt`]: counted uses of core objects (CQs, SRQs) held by a driver's data path.
@@ -30,6 +32,7 @@
 //! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h)
 
 pub mod ah;
+pub mod bh;
 pub mod bhwork;
 pub mod counter;
 pub mod cq;
@@ -52,6 +55,8 @@ pub mod trace;
 pub mod usecnt;
 pub mod wr;
 
+pub use bh::{BhGuard, BhSpinLock, BhSpinLockGuard};
+
 /// Computes the little-endian (reflected) CRC-32 of `data`, continuing from `seed`, with the
 /// kernel's (possibly accelerated) implementation.
 ///
@@ -59,51 +64,4 @@ pub mod wr;
 pub fn crc32_le(seed: u32, data: &[u8]) -> u32 {
     // SAFETY: `data` is a valid slice for reads of `data.len()` bytes.
     unsafe { crate::bindings::crc32_le(seed, data.as_ptr().cast(), data.len()) }
-}
-
-/// Keeps softirqs (bottom halves) from running on this CPU while it exists.
-///
-/// Data that the receive path (softirq) shares with process context under a plain spinlock,
-/// such as an [`XArray`](crate::xarray::XArray), must be locked with bottom halves disabled
-/// in process context, or a softirq on the same CPU could spin on the lock its own task
-/// holds. Nothing that sleeps may run while the guard exists.
-///
-/// Kernel consumers call some verbs with interrupts disabled (the MAD layer posts under
-/// `spin_lock_irqsave`); softirqs cannot run then either, and re-enabling bottom halves with
-/// interrupts off is not allowed, so the guard does nothing in that case.
-pub struct BhGuard {
-    disabled: bool,
-    _not_send: crate::types::NotThreadSafe,
-}
-
-impl BhGuard {
-    /// Disables bottom halves until the guard is dropped (unless interrupts are disabled).
-    pub fn new() -> Self {
-        // SAFETY: No preconditions.
-        let irqs_off = unsafe { crate::bindings::irqs_disabled() };
-        if !irqs_off {
-            // The guard is not `Send`: it is dropped on this CPU.
-            // SAFETY: Balanced by the `local_bh_enable` in `drop`.
-            unsafe { crate::bindings::local_bh_disable() };
-        }
-        Self {
-            disabled: !irqs_off,
-            _not_send: crate::types::NotThreadSafe,
-        }
-    }
-}
-
-impl Default for BhGuard {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Drop for BhGuard {
-    fn drop(&mut self) {
-        if self.disabled {
-            // SAFETY: Paired with the `local_bh_disable` in `new`.
-            unsafe { crate::bindings::local_bh_enable() };
-        }
-    }
 }

@@ -27,16 +27,16 @@
 use super::{
     device::{Device, Driver},
     mr::AccessFlags,
-    BhGuard,
+    BhSpinLock,
 };
 use crate::{
     alloc::{flags::GFP_KERNEL_ACCOUNT, KVVec},
     bindings,
     error::from_err_ptr,
-    new_spinlock,
     page::PAGE_SIZE,
     prelude::*,
-    sync::{rcu::synchronize_rcu, SpinLock},
+    static_lock_class,
+    sync::rcu::synchronize_rcu,
 };
 use core::ptr::NonNull;
 
@@ -101,7 +101,7 @@ impl MapState {
 #[pin_data]
 struct PresentMap {
     #[pin]
-    state: SpinLock<MapState>,
+    state: BhSpinLock<MapState>,
 }
 
 /// User memory registered for on-demand paging.
@@ -183,7 +183,6 @@ unsafe extern "C" fn invalidate(
         let from = (start - first) / PAGE_SIZE;
         let to = (end - first).div_ceil(PAGE_SIZE);
         let any = {
-            let _bh = BhGuard::new();
             let mut st = map.state.lock();
             let any = st
                 .pfns
@@ -200,7 +199,6 @@ unsafe extern "C" fn invalidate(
             // Checks from now on find the range absent; the grace period lets every check
             // made before finish its copy, which the entries still allow.
             synchronize_rcu();
-            let _bh = BhGuard::new();
             let mut st = map.state.lock();
             for p in st.pfns.get_mut(from..to).into_iter().flatten() {
                 *p = 0;
@@ -251,7 +249,7 @@ impl OdpUmem {
         let state = MapState { pfns, going: 0..0 };
         let map = KBox::pin_init(
             pin_init!(PresentMap {
-                state <- new_spinlock!(state, "rdma_odp_present"),
+                state <- BhSpinLock::new(state, c"rdma_odp_present", static_lock_class!()),
             }),
             GFP_KERNEL_ACCOUNT,
         )?;
@@ -371,7 +369,6 @@ impl OdpUmem {
             return Err(Error::from_errno(n));
         }
         {
-            let _bh = BhGuard::new();
             let mut map = self.map.state.lock();
             // SAFETY: The umem is valid and its mutex held: its page list is stable and has
             // one entry per page, as the present map.
@@ -425,7 +422,6 @@ impl OdpUmem {
         let Ok(pages) = self.pages(offset, len) else {
             return false;
         };
-        let _bh = BhGuard::new();
         self.map.state.lock().present(pages, write)
     }
 
@@ -440,7 +436,6 @@ impl OdpUmem {
         mut f: impl FnMut(*mut u8, usize),
     ) -> Result {
         let pages = self.pages(offset, len)?;
-        let _bh = BhGuard::new();
         let map = self.map.state.lock();
         // Pages being taken away still count: a request checked before the notifier marked
         // them completes its copy before they are cleared.

@@ -60,27 +60,71 @@ pub struct UdWr<'a, T: Driver> {
     pub pkey_index: u16,
 }
 
+/// A remote address and the key that grants access to it (the RDMA and atomic parts of a
+/// send work request).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Remote {
+    /// Remote virtual address (or offset into a zero-based region).
+    pub addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+}
+
+/// What a kernel consumer's send work request asks for: its `enum ib_wr_opcode` with the
+/// fields of the extended structure (`struct ib_rdma_wr`, `ib_atomic_wr`, `ib_reg_wr`) that
+/// the opcode names.
+///
+/// The trampoline refuses the opcodes that are not here (`IB_WR_LSO`, the masked atomics,
+/// `IB_WR_RDMA_READ_WITH_INV`, `IB_WR_FLUSH`, `IB_WR_ATOMIC_WRITE`,
+/// `IB_WR_REG_MR_INTEGRITY`, `IB_WR_BIND_MW` and the driver-reserved values) with `EINVAL`,
+/// before the driver sees them, as it refuses an `IB_WR_REG_MR` without a region.
+pub enum SendOp<'a, T: Driver> {
+    /// `IB_WR_SEND`.
+    Send,
+    /// `IB_WR_SEND_WITH_IMM`: the immediate data, in host order.
+    SendWithImm(u32),
+    /// `IB_WR_SEND_WITH_INV`: the rkey the responder invalidates.
+    SendWithInv(u32),
+    /// `IB_WR_RDMA_WRITE`.
+    RdmaWrite(Remote),
+    /// `IB_WR_RDMA_WRITE_WITH_IMM`: the immediate data, in host order.
+    RdmaWriteWithImm(Remote, u32),
+    /// `IB_WR_RDMA_READ`.
+    RdmaRead(Remote),
+    /// `IB_WR_ATOMIC_CMP_AND_SWP`.
+    CompareSwap {
+        /// The 8-byte aligned remote address.
+        remote: Remote,
+        /// The value to compare with.
+        compare: u64,
+        /// The value to write if equal.
+        swap: u64,
+    },
+    /// `IB_WR_ATOMIC_FETCH_AND_ADD`.
+    FetchAdd {
+        /// The 8-byte aligned remote address.
+        remote: Remote,
+        /// The value to add.
+        add: u64,
+    },
+    /// `IB_WR_LOCAL_INV`: the key to invalidate.
+    LocalInv(u32),
+    /// `IB_WR_REG_MR`: the region, its new key and rights.
+    RegMr(RegWr<'a, T>),
+}
+
 /// A send work request of a kernel consumer.
 pub struct SendWr<'a, T: Driver> {
     /// Work request id (or `wr_cqe` pointer value), returned in the completion.
     pub wr_id: u64,
-    /// `enum ib_wr_opcode`.
-    pub opcode: u32,
+    /// The operation.
+    pub op: SendOp<'a, T>,
     /// `IB_SEND_*` flags.
     pub send_flags: u32,
-    /// Immediate data (big-endian, as stored) or rkey to invalidate (`IB_WR_LOCAL_INV`,
-    /// `IB_WR_SEND_WITH_INV`).
-    pub ex: u32,
     /// Scatter/gather list.
     pub sges: &'a [Sge],
-    /// RDMA operations: remote address and rkey.
-    pub rdma: Option<(u64, u32)>,
-    /// Atomics: remote address, compare/add, swap, rkey.
-    pub atomic: Option<(u64, u64, u64, u32)>,
-    /// Datagram QPs: destination.
+    /// Datagram QPs: destination (`None` if the request names no address handle).
     pub ud: Option<UdWr<'a, T>>,
-    /// Fast registration (`IB_WR_REG_MR`): the region, its new key and rights.
-    pub reg: Option<RegWr<'a, T>>,
 }
 
 /// A receive work request of a kernel consumer.
@@ -121,10 +165,10 @@ impl QpHandle {
 pub struct Wc {
     /// Work request id.
     pub wr_id: u64,
-    /// `enum ib_wc_status`.
-    pub status: u32,
-    /// `enum ib_wc_opcode`.
-    pub opcode: u32,
+    /// Status.
+    pub status: WcStatus,
+    /// What completed.
+    pub opcode: WcOpcode,
     /// Bytes transferred.
     pub byte_len: u32,
     /// The QP the completion is for.
@@ -145,6 +189,94 @@ pub struct Wc {
     /// The VLAN a UD receive arrived on; when set, the completion carries
     /// `IB_WC_WITH_VLAN` (the core picks the reply's source GID by it).
     pub vlan_id: Option<u16>,
+}
+
+/// The status of a completion (`enum ib_wc_status`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WcStatus {
+    /// `IB_WC_SUCCESS`.
+    #[default]
+    Success = bindings::ib_wc_status_IB_WC_SUCCESS,
+    /// `IB_WC_LOC_LEN_ERR`.
+    LocLenErr = bindings::ib_wc_status_IB_WC_LOC_LEN_ERR,
+    /// `IB_WC_LOC_QP_OP_ERR`.
+    LocQpOpErr = bindings::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
+    /// `IB_WC_LOC_EEC_OP_ERR`.
+    LocEecOpErr = bindings::ib_wc_status_IB_WC_LOC_EEC_OP_ERR,
+    /// `IB_WC_LOC_PROT_ERR`.
+    LocProtErr = bindings::ib_wc_status_IB_WC_LOC_PROT_ERR,
+    /// `IB_WC_WR_FLUSH_ERR`.
+    WrFlushErr = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+    /// `IB_WC_MW_BIND_ERR`.
+    MwBindErr = bindings::ib_wc_status_IB_WC_MW_BIND_ERR,
+    /// `IB_WC_BAD_RESP_ERR`.
+    BadRespErr = bindings::ib_wc_status_IB_WC_BAD_RESP_ERR,
+    /// `IB_WC_LOC_ACCESS_ERR`.
+    LocAccessErr = bindings::ib_wc_status_IB_WC_LOC_ACCESS_ERR,
+    /// `IB_WC_REM_INV_REQ_ERR`.
+    RemInvReqErr = bindings::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
+    /// `IB_WC_REM_ACCESS_ERR`.
+    RemAccessErr = bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR,
+    /// `IB_WC_REM_OP_ERR`.
+    RemOpErr = bindings::ib_wc_status_IB_WC_REM_OP_ERR,
+    /// `IB_WC_RETRY_EXC_ERR`.
+    RetryExcErr = bindings::ib_wc_status_IB_WC_RETRY_EXC_ERR,
+    /// `IB_WC_RNR_RETRY_EXC_ERR`.
+    RnrRetryExcErr = bindings::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR,
+    /// `IB_WC_LOC_RDD_VIOL_ERR`.
+    LocRddViolErr = bindings::ib_wc_status_IB_WC_LOC_RDD_VIOL_ERR,
+    /// `IB_WC_REM_INV_RD_REQ_ERR`.
+    RemInvRdReqErr = bindings::ib_wc_status_IB_WC_REM_INV_RD_REQ_ERR,
+    /// `IB_WC_REM_ABORT_ERR`.
+    RemAbortErr = bindings::ib_wc_status_IB_WC_REM_ABORT_ERR,
+    /// `IB_WC_INV_EECN_ERR`.
+    InvEecnErr = bindings::ib_wc_status_IB_WC_INV_EECN_ERR,
+    /// `IB_WC_INV_EEC_STATE_ERR`.
+    InvEecStateErr = bindings::ib_wc_status_IB_WC_INV_EEC_STATE_ERR,
+    /// `IB_WC_FATAL_ERR`.
+    FatalErr = bindings::ib_wc_status_IB_WC_FATAL_ERR,
+    /// `IB_WC_RESP_TIMEOUT_ERR`.
+    RespTimeoutErr = bindings::ib_wc_status_IB_WC_RESP_TIMEOUT_ERR,
+    /// `IB_WC_GENERAL_ERR`.
+    GeneralErr = bindings::ib_wc_status_IB_WC_GENERAL_ERR,
+}
+
+/// What a completion is for (`enum ib_wc_opcode`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WcOpcode {
+    /// `IB_WC_SEND`.
+    #[default]
+    Send = bindings::ib_wc_opcode_IB_WC_SEND,
+    /// `IB_WC_RDMA_WRITE`.
+    RdmaWrite = bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
+    /// `IB_WC_RDMA_READ`.
+    RdmaRead = bindings::ib_wc_opcode_IB_WC_RDMA_READ,
+    /// `IB_WC_COMP_SWAP`.
+    CompSwap = bindings::ib_wc_opcode_IB_WC_COMP_SWAP,
+    /// `IB_WC_FETCH_ADD`.
+    FetchAdd = bindings::ib_wc_opcode_IB_WC_FETCH_ADD,
+    /// `IB_WC_BIND_MW`.
+    BindMw = bindings::ib_wc_opcode_IB_WC_BIND_MW,
+    /// `IB_WC_LOCAL_INV`.
+    LocalInv = bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
+    /// `IB_WC_LSO`.
+    Lso = bindings::ib_wc_opcode_IB_WC_LSO,
+    /// `IB_WC_ATOMIC_WRITE`.
+    AtomicWrite = bindings::ib_wc_opcode_IB_WC_ATOMIC_WRITE,
+    /// `IB_WC_REG_MR`.
+    RegMr = bindings::ib_wc_opcode_IB_WC_REG_MR,
+    /// `IB_WC_MASKED_COMP_SWAP`.
+    MaskedCompSwap = bindings::ib_wc_opcode_IB_WC_MASKED_COMP_SWAP,
+    /// `IB_WC_MASKED_FETCH_ADD`.
+    MaskedFetchAdd = bindings::ib_wc_opcode_IB_WC_MASKED_FETCH_ADD,
+    /// `IB_WC_FLUSH`.
+    Flush = bindings::ib_wc_opcode_IB_WC_FLUSH,
+    /// `IB_WC_RECV`.
+    Recv = bindings::ib_wc_opcode_IB_WC_RECV,
+    /// `IB_WC_RECV_RDMA_WITH_IMM`.
+    RecvRdmaWithImm = bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
 }
 
 /// The network header of a received datagram (`enum rdma_network_type`).
@@ -230,6 +362,75 @@ unsafe fn sges<'a>(list: *const bindings::ib_sge, n: c_int) -> Result<&'a [Sge]>
     Ok(unsafe { core::slice::from_raw_parts(list.cast::<Sge>(), n) })
 }
 
+/// The operation of the send work request `wr`; `EINVAL` for an opcode [`SendOp`] does not
+/// carry, or an `IB_WR_REG_MR` without a region.
+///
+/// # Safety
+///
+/// `wr` is a valid send work request of a QP of driver `T`, whose extended structure (the one
+/// its opcode names) is valid for `'a`.
+unsafe fn send_op<'a, T: Driver>(wr: *const bindings::ib_send_wr) -> Result<SendOp<'a, T>> {
+    // SAFETY: Per the function's contract; the extended structures embed `wr` at offset 0.
+    unsafe {
+        let w = &*wr;
+        let rdma = || {
+            let r = &*wr.cast::<bindings::ib_rdma_wr>();
+            Remote {
+                addr: r.remote_addr,
+                rkey: r.rkey,
+            }
+        };
+        let atomic = || &*wr.cast::<bindings::ib_atomic_wr>();
+        // The immediate data is big-endian (`__be32`); the invalidated key is in host order.
+        let imm = u32::from_be(w.ex.imm_data);
+        let inv = w.ex.invalidate_rkey;
+        Ok(match w.opcode {
+            bindings::ib_wr_opcode_IB_WR_SEND => SendOp::Send,
+            bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => SendOp::SendWithImm(imm),
+            bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => SendOp::SendWithInv(inv),
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => SendOp::RdmaWrite(rdma()),
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => {
+                SendOp::RdmaWriteWithImm(rdma(), imm)
+            }
+            bindings::ib_wr_opcode_IB_WR_RDMA_READ => SendOp::RdmaRead(rdma()),
+            bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => {
+                let a = atomic();
+                SendOp::CompareSwap {
+                    remote: Remote {
+                        addr: a.remote_addr,
+                        rkey: a.rkey,
+                    },
+                    compare: a.compare_add,
+                    swap: a.swap,
+                }
+            }
+            bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+                let a = atomic();
+                SendOp::FetchAdd {
+                    remote: Remote {
+                        addr: a.remote_addr,
+                        rkey: a.rkey,
+                    },
+                    add: a.compare_add,
+                }
+            }
+            bindings::ib_wr_opcode_IB_WR_LOCAL_INV => SendOp::LocalInv(inv),
+            bindings::ib_wr_opcode_IB_WR_REG_MR => {
+                // `reg_wr.mr` is a region of this device: consumers register regions they
+                // allocated on the device of the QP, and hold them for the request.
+                let r = &*wr.cast::<bindings::ib_reg_wr>();
+                let mr = NonNull::new(r.mr).ok_or(EINVAL)?;
+                SendOp::RegMr(RegWr {
+                    mr: &*mr.as_ptr().cast::<Mr<T>>(),
+                    key: r.key,
+                    access: AccessFlags::from_raw(u32::from_ne_bytes(r.access.to_ne_bytes())),
+                })
+            }
+            _ => return Err(EINVAL),
+        })
+    }
+}
+
 /// `post_send` trampoline body for a kernel consumer's chain.
 ///
 /// # Safety
@@ -243,75 +444,40 @@ pub(crate) unsafe fn post_send<T: Driver>(
     let ud_qp = matches!(qp.qp_type(), QpType::Ud | QpType::Gsi);
     while !wr.is_null() {
         // SAFETY: Per the function's contract, `wr` and what it points to are valid for the
-        // call; the extended structures embed `wr` at offset 0 for their opcodes.
-        let result = unsafe {
-            let w = &*wr;
-            let op = w.opcode;
-            let rdma = matches!(
-                op,
-                bindings::ib_wr_opcode_IB_WR_RDMA_WRITE
-                    | bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
-                    | bindings::ib_wr_opcode_IB_WR_RDMA_READ
-            )
-            .then(|| {
-                let r = &*wr.cast::<bindings::ib_rdma_wr>();
-                (r.remote_addr, r.rkey)
-            });
-            let atomic = matches!(
-                op,
-                bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
-                    | bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD
-            )
-            .then(|| {
-                let a = &*wr.cast::<bindings::ib_atomic_wr>();
-                (a.remote_addr, a.compare_add, a.swap, a.rkey)
-            });
+        // call; the extended structures embed `wr` at offset 0 for their opcodes
+        // (`ib_verbs.h`: `rdma_wr()`, `atomic_wr()`, `ud_wr()`, `reg_wr()`).
+        let result = unsafe { send_op::<T>(wr) }.and_then(|op| {
+            // SAFETY: As above.
+            let w = unsafe { &*wr };
             let ud = if ud_qp {
-                let u = &*wr.cast::<bindings::ib_ud_wr>();
-                match NonNull::new(u.ah) {
-                    Some(ah) => Some(UdWr {
+                // SAFETY: A UD or GSI QP's requests are `struct ib_ud_wr`s; `ah` is null or
+                // an address handle of this device, held by the consumer for the request.
+                unsafe {
+                    let u = &*wr.cast::<bindings::ib_ud_wr>();
+                    NonNull::new(u.ah).map(|ah| UdWr {
                         ah: &*ah.as_ptr().cast::<Ah<T>>(),
                         remote_qpn: u.remote_qpn,
                         remote_qkey: u.remote_qkey,
                         pkey_index: u.pkey_index,
-                    }),
-                    None => None,
+                    })
                 }
             } else {
                 None
             };
-            // `reg_wr.mr` is a region of this device: consumers register regions they
-            // allocated on the device of the QP.
-            let reg = if op == bindings::ib_wr_opcode_IB_WR_REG_MR {
-                let r = &*wr.cast::<bindings::ib_reg_wr>();
-                match NonNull::new(r.mr) {
-                    Some(mr) => Some(RegWr {
-                        mr: &*mr.as_ptr().cast::<Mr<T>>(),
-                        key: r.key,
-                        access: AccessFlags::from_raw(u32::from_ne_bytes(r.access.to_ne_bytes())),
-                    }),
-                    None => None,
-                }
-            } else {
-                None
-            };
-            sges(w.sg_list, w.num_sge).and_then(|sges| {
-                T::post_send_wr(
-                    qp,
-                    &SendWr {
-                        wr_id: w.__bindgen_anon_1.wr_id,
-                        opcode: op,
-                        send_flags: u32::from_ne_bytes(w.send_flags.to_ne_bytes()),
-                        ex: w.ex.imm_data,
-                        sges,
-                        rdma,
-                        atomic,
-                        ud,
-                        reg,
-                    },
-                )
-            })
-        };
+            // SAFETY: `sg_list` holds `num_sge` SGEs for the call.
+            let sges = unsafe { sges(w.sg_list, w.num_sge) }?;
+            T::post_send_wr(
+                qp,
+                &SendWr {
+                    // SAFETY: Both members of the union are a `u64` (`wr_cqe` a pointer).
+                    wr_id: unsafe { w.__bindgen_anon_1.wr_id },
+                    op,
+                    send_flags: u32::from_ne_bytes(w.send_flags.to_ne_bytes()),
+                    sges,
+                    ud,
+                },
+            )
+        });
         if let Err(e) = result {
             // SAFETY: `bad_wr` is valid for writes.
             unsafe { bad_wr.write(wr) };
@@ -386,8 +552,8 @@ pub(crate) unsafe fn poll_cq<T: Driver>(cq: &Cq<T>, n: c_int, wc: *mut bindings:
         };
         let mut out: bindings::ib_wc = pin_init::zeroed();
         out.__bindgen_anon_1.wr_id = c.wr_id;
-        out.status = c.status;
-        out.opcode = c.opcode;
+        out.status = c.status as bindings::ib_wc_status;
+        out.opcode = c.opcode as bindings::ib_wc_opcode;
         out.byte_len = c.byte_len;
         out.qp = c.qp.map_or(core::ptr::null_mut(), |h| h.0.as_ptr());
         out.ex.imm_data = c.ex;

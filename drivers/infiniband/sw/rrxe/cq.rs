@@ -10,18 +10,18 @@
 use crate::fifo::Fifo;
 use crate::params::Charge;
 use crate::proto::uabi::{
-    Completion, QueueGeometry, CACHE_LINE_SIZE, UPSTREAM_CQE_SIZE, UVERBS_WC_LEN,
+    Completion, QueueGeometry, WcOpcode, WcStatus, CACHE_LINE_SIZE, UPSTREAM_CQE_SIZE,
+    UVERBS_WC_LEN,
 };
 use crate::queue::{ProducedQueue, SharedQueue};
 use crate::Rrxe;
-use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::cq::{Cq, CqInit, NotifyFlags};
 use kernel::rdma::{
-    wr::{NetworkType, QpHandle, Wc},
-    BhGuard,
+    wr::{self, NetworkType, QpHandle, Wc},
+    BhSpinLock,
 };
-use kernel::sync::SpinLock;
+use kernel::sync::static_lock_class;
 
 /// The geometry of a CQ ring of at least `cqe` entries: slots of `struct rxe_cqe` (72
 /// bytes, so 128-byte slots), exactly as the C driver lays it out.
@@ -33,7 +33,7 @@ fn cq_geometry(cqe: u32) -> Result<QueueGeometry> {
 #[pin_data]
 pub(crate) struct RrxeCq {
     #[pin]
-    state: SpinLock<CqState>,
+    state: BhSpinLock<CqState>,
     _charge: Charge,
 }
 
@@ -82,13 +82,14 @@ impl RrxeCq {
         };
         init.set_cqe(geo.capacity());
         Ok(try_pin_init!(Self {
-            state <- new_spinlock!(
+            state <- BhSpinLock::new(
                 CqState {
                     ring,
                     notify: 0,
                     overflows: 0,
                 },
-                "rrxe_cq"
+                c"rrxe_cq",
+                static_lock_class!()
             ),
             _charge: charge,
         }))
@@ -135,7 +136,6 @@ impl RrxeCq {
     /// caller asked to know.
     pub(crate) fn req_notify(&self, flags: NotifyFlags) -> Result<bool> {
         // The data path takes the lock in softirq.
-        let _bh = BhGuard::new();
         let mut st = self.state.lock();
         st.notify |= if flags.solicited_only() {
             NotifyFlags::SOLICITED
@@ -151,7 +151,6 @@ impl RrxeCq {
 
     /// `poll_cq` of a kernel consumer: the oldest completion.
     pub(crate) fn poll_wc(cq: &Cq<Rrxe>) -> Option<Wc> {
-        let _bh = BhGuard::new();
         let mut st = cq.data().state.lock();
         match &mut st.ring {
             Ring::Kernel(r) => r.pop_front(),
@@ -180,7 +179,6 @@ impl RrxeCq {
         // Copying to userspace may sleep: respond before taking the lock. If the move fails,
         // the verb fails and userspace ignores the response, whose queue is freed here.
         udata.respond(&mi)?;
-        let bh = BhGuard::new();
         let mut st = this.state.lock();
         // `Ok(old queue)` or `Err(refused new queue)`: either is dropped after the lock (not
         // needed since a dropped buffer no longer removes its mmap entry, but the lock is
@@ -193,7 +191,6 @@ impl RrxeCq {
             cq.set_cqe(geo.capacity());
         }
         drop(st);
-        drop(bh);
         // The old queue's mapping stays valid until userspace unmaps it.
         match moved {
             Ok(_old) => Ok(()),
@@ -211,12 +208,47 @@ pub(crate) struct RecvOrigin {
     pub(crate) vlan: Option<u16>,
 }
 
+/// A completion's status, as the verbs core names it.
+fn kernel_status(s: WcStatus) -> wr::WcStatus {
+    match s {
+        WcStatus::Success => wr::WcStatus::Success,
+        WcStatus::LocLenErr => wr::WcStatus::LocLenErr,
+        WcStatus::LocQpOpErr => wr::WcStatus::LocQpOpErr,
+        WcStatus::LocProtErr => wr::WcStatus::LocProtErr,
+        WcStatus::WrFlushErr => wr::WcStatus::WrFlushErr,
+        WcStatus::MwBindErr => wr::WcStatus::MwBindErr,
+        WcStatus::RemInvReqErr => wr::WcStatus::RemInvReqErr,
+        WcStatus::RemAccessErr => wr::WcStatus::RemAccessErr,
+        WcStatus::RemOpErr => wr::WcStatus::RemOpErr,
+        WcStatus::RetryExcErr => wr::WcStatus::RetryExcErr,
+        WcStatus::RnrRetryExcErr => wr::WcStatus::RnrRetryExcErr,
+    }
+}
+
+/// A completion's opcode, as the verbs core names it.
+fn kernel_opcode(o: WcOpcode) -> wr::WcOpcode {
+    match o {
+        WcOpcode::Send => wr::WcOpcode::Send,
+        WcOpcode::RdmaWrite => wr::WcOpcode::RdmaWrite,
+        WcOpcode::RdmaRead => wr::WcOpcode::RdmaRead,
+        WcOpcode::CompSwap => wr::WcOpcode::CompSwap,
+        WcOpcode::FetchAdd => wr::WcOpcode::FetchAdd,
+        WcOpcode::BindMw => wr::WcOpcode::BindMw,
+        WcOpcode::LocalInv => wr::WcOpcode::LocalInv,
+        WcOpcode::Flush => wr::WcOpcode::Flush,
+        WcOpcode::AtomicWrite => wr::WcOpcode::AtomicWrite,
+        WcOpcode::RegMr => wr::WcOpcode::RegMr,
+        WcOpcode::Recv => wr::WcOpcode::Recv,
+        WcOpcode::RecvRdmaWithImm => wr::WcOpcode::RecvRdmaWithImm,
+    }
+}
+
 /// The `struct ib_wc` of a completion, for a kernel consumer.
 fn kernel_wc(c: &Completion, qp: QpHandle, origin: Option<RecvOrigin>) -> Wc {
     Wc {
         wr_id: c.wr_id,
-        status: c.status as u32,
-        opcode: c.opcode as u32,
+        status: kernel_status(c.status),
+        opcode: kernel_opcode(c.opcode),
         byte_len: c.byte_len,
         qp: Some(qp),
         ex: c.ex.raw(),

@@ -30,18 +30,17 @@ use crate::budget::{Budget, FAULT_BUDGET};
 use crate::counters::{PortCounter, Stats};
 use crate::fifo::Fifo;
 use crate::mem::MrInner;
-use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::{
     bhwork::{BhWork, BhWorkCallback},
     netdev::NetDevice,
     timer::impl_deferred,
-    BhGuard,
+    BhSpinLock,
 };
 use kernel::sync::{
     aref::ARef,
     atomic::{ordering::Relaxed, Atomic},
-    Arc, SpinLock,
+    static_lock_class, Arc,
 };
 
 /// Faults that may wait for the work per device.
@@ -88,7 +87,7 @@ pub(crate) struct Faults {
     #[pin]
     fault_work: BhWork<Faults>,
     #[pin]
-    queue: SpinLock<Fifo<Fault>>,
+    queue: BhSpinLock<Fifo<Fault>>,
     /// The device's netdevice, to find the QPs to resume.
     ndev: ARef<NetDevice>,
     /// Resumes a QP that waited for a fault.
@@ -117,7 +116,7 @@ impl Faults {
         let ndev: ARef<NetDevice> = ndev.into();
         Ok(try_pin_init!(Self {
             fault_work <- BhWork::new(c"rrxe_odp_fault", kernel::static_lock_class!()),
-            queue <- new_spinlock!(fifo, "rrxe_odp_faults"),
+            queue <- BhSpinLock::new(fifo, c"rrxe_odp_faults", static_lock_class!()),
             ndev,
             resume_qp,
             regions: Atomic::new(0),
@@ -150,7 +149,6 @@ impl Faults {
     pub(crate) fn request(&self, f: Fault) -> bool {
         let mut queued = true;
         let refused = {
-            let _bh = BhGuard::new();
             let mut q = self.queue.lock();
             let dup = q.iter_mut().any(|o| {
                 Arc::ptr_eq(&o.mr, &f.mr)
@@ -179,7 +177,6 @@ impl BhWorkCallback for Faults {
     /// Faults the queued ranges in, then resumes the QPs that wait for them.
     fn work_run(this: &Self) {
         let next = || {
-            let _bh = BhGuard::new();
             let f = this.queue.lock().pop_front();
             f
         };

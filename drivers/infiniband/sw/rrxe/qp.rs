@@ -24,7 +24,7 @@ use kernel::rdma::{
     pd::Pd,
     qp::{self, attr, AhAttr, GidType, Qp, QpAttrs, QpCaps, QpInit, QpQuery, QpState, QpType},
     srq::SrqRef,
-    wr::{RecvWr, SendWr},
+    wr::{self, RecvWr, SendWr},
 };
 use kernel::sync::Arc;
 
@@ -225,64 +225,77 @@ impl RrxeQp {
     /// Queues a kernel consumer's send work request: its fields as the typed operation the
     /// data path carries out (checked as a user WQE would be, see `engine/wq.rs`).
     pub(crate) fn post_send_wr(&self, wr: &SendWr<'_, Rrxe>) -> Result {
-        let opcode = WrOpcode::from_raw_kernel(wr.opcode).ok_or(EINVAL)?;
-        // `ex` is the `imm_data` (big-endian on the wire, kept as its memory bytes) or the
-        // `invalidate_rkey` of the `struct ib_send_wr`.
-        let imm = u32::from_be_bytes(wr.ex.to_ne_bytes());
-        let remote =
-            |r: Option<(u64, u32)>| r.map(|(addr, rkey)| Remote { addr, rkey }).ok_or(EINVAL);
-        let op = match opcode {
-            WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv => {
-                let ud = match &wr.ud {
-                    Some(ud) => Some(UdDest {
-                        remote_qpn: Qpn::try_new(ud.remote_qpn).ok_or(EINVAL)?,
-                        remote_qkey: ud.remote_qkey,
-                        pkey_index: ud.pkey_index,
-                        address: UdAddress::Ah(ud.ah.data().num),
-                    }),
-                    None => None,
-                };
-                SendOp::Send {
-                    imm: opcode.has_imm().then_some(imm),
-                    invalidate_rkey: opcode.has_invalidate().then_some(wr.ex),
-                    ud,
-                }
-            }
-            WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm => SendOp::Write {
-                remote: remote(wr.rdma)?,
-                imm: opcode.has_imm().then_some(imm),
-            },
-            WrOpcode::RdmaRead => SendOp::Read {
-                remote: remote(wr.rdma)?,
-            },
-            WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd => {
-                let (addr, compare_add, swap, rkey) = wr.atomic.ok_or(EINVAL)?;
-                let remote = Remote { addr, rkey };
-                if opcode == WrOpcode::AtomicCmpAndSwp {
-                    SendOp::CompareSwap {
-                        remote,
-                        compare: compare_add,
-                        swap,
-                    }
-                } else {
-                    SendOp::FetchAdd {
-                        remote,
-                        add: compare_add,
-                    }
-                }
-            }
-            WrOpcode::LocalInv => SendOp::LocalInv { rkey: wr.ex },
-            WrOpcode::RegMr => {
-                let reg = wr.reg.as_ref().ok_or(EINVAL)?;
+        let remote = |r: &wr::Remote| Remote {
+            addr: r.addr,
+            rkey: r.rkey,
+        };
+        let send = |imm, invalidate_rkey| -> Result<SendOp> {
+            let ud = match &wr.ud {
+                Some(ud) => Some(UdDest {
+                    remote_qpn: Qpn::try_new(ud.remote_qpn).ok_or(EINVAL)?,
+                    remote_qkey: ud.remote_qkey,
+                    pkey_index: ud.pkey_index,
+                    address: UdAddress::Ah(ud.ah.data().num),
+                }),
+                None => None,
+            };
+            Ok(SendOp::Send {
+                imm,
+                invalidate_rkey,
+                ud,
+            })
+        };
+        let (opcode, op) = match &wr.op {
+            wr::SendOp::Send => (WrOpcode::Send, send(None, None)?),
+            wr::SendOp::SendWithImm(imm) => (WrOpcode::SendWithImm, send(Some(*imm), None)?),
+            wr::SendOp::SendWithInv(rkey) => (WrOpcode::SendWithInv, send(None, Some(*rkey))?),
+            wr::SendOp::RdmaWrite(r) => (
+                WrOpcode::RdmaWrite,
+                SendOp::Write {
+                    remote: remote(r),
+                    imm: None,
+                },
+            ),
+            wr::SendOp::RdmaWriteWithImm(r, imm) => (
+                WrOpcode::RdmaWriteWithImm,
+                SendOp::Write {
+                    remote: remote(r),
+                    imm: Some(*imm),
+                },
+            ),
+            wr::SendOp::RdmaRead(r) => (WrOpcode::RdmaRead, SendOp::Read { remote: remote(r) }),
+            wr::SendOp::CompareSwap {
+                remote: r,
+                compare,
+                swap,
+            } => (
+                WrOpcode::AtomicCmpAndSwp,
+                SendOp::CompareSwap {
+                    remote: remote(r),
+                    compare: *compare,
+                    swap: *swap,
+                },
+            ),
+            wr::SendOp::FetchAdd { remote: r, add } => (
+                WrOpcode::AtomicFetchAndAdd,
+                SendOp::FetchAdd {
+                    remote: remote(r),
+                    add: *add,
+                },
+            ),
+            wr::SendOp::LocalInv(rkey) => (WrOpcode::LocalInv, SendOp::LocalInv { rkey: *rkey }),
+            wr::SendOp::RegMr(reg) => {
                 // The region is named by its key (no pointer goes into the queue); the range
                 // it will name is taken now, as the consumer posts.
                 RrxeMr::prepare_registration(reg.mr, self.shared.pd_id, Key::from_raw(reg.key))?;
-                SendOp::RegMr {
-                    key: reg.key,
-                    access: reg.access.bits(),
-                }
+                (
+                    WrOpcode::RegMr,
+                    SendOp::RegMr {
+                        key: reg.key,
+                        access: reg.access.bits(),
+                    },
+                )
             }
-            _ => return Err(EINVAL),
         };
         let k = KernelSendWr {
             wr_id: wr.wr_id,

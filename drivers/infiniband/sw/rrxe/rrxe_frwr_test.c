@@ -442,6 +442,33 @@ static void send_with_inv_then_old_rkey_fails(struct kunit *test)
 }
 
 /*
+ * Immediate data is big-endian in both work request and completion (__be32): a SEND with
+ * immediate delivers the consumer's bytes unchanged.
+ */
+static void imm_data_keeps_its_bytes(struct kunit *test)
+{
+	struct frwr_ctx *c = test->priv;
+	struct ib_sge rsge = { .addr = c->recv_dma, .length = 64, .lkey = c->pd->local_dma_lkey };
+	struct ib_recv_wr rwr = { .wr_id = 20, .sg_list = &rsge, .num_sge = 1 };
+	struct ib_sge ssge = { .addr = c->src_dma, .length = 8, .lkey = c->pd->local_dma_lkey };
+	struct ib_send_wr swr = {
+		.opcode = IB_WR_SEND_WITH_IMM, .wr_id = 21, .sg_list = &ssge, .num_sge = 1,
+		.ex.imm_data = cpu_to_be32(0x12345678),
+	};
+	const struct ib_recv_wr *rbad;
+	struct ib_wc wc;
+
+	KUNIT_ASSERT_EQ(test, ib_post_recv(c->a.qp, &rwr, &rbad), 0);
+	KUNIT_ASSERT_EQ(test, post_wait(test, &c->b, &swr, IB_WC_SEND), IB_WC_SUCCESS);
+	KUNIT_ASSERT_EQ(test, poll_one(&c->a, &wc), 0);
+	KUNIT_EXPECT_EQ(test, wc.status, IB_WC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, wc.opcode, IB_WC_RECV);
+	KUNIT_EXPECT_EQ(test, wc.byte_len, 8u);
+	KUNIT_EXPECT_TRUE(test, wc.wc_flags & IB_WC_WITH_IMM);
+	KUNIT_EXPECT_EQ(test, wc.ex.imm_data, cpu_to_be32(0x12345678));
+}
+
+/*
  * LOCAL_INV, then a registration under a new key (ib_update_fast_reg_key): the new key
  * works, the old one fails and changes nothing.
  */
@@ -573,6 +600,15 @@ static void post_send_bad_wr(struct kunit *test)
 
 	bad = NULL;
 	KUNIT_EXPECT_NE(test, ib_post_send(c->b.qp, &masked, &bad), 0);
+	KUNIT_EXPECT_PTR_EQ(test, bad, (const struct ib_send_wr *)&masked);
+	/* A registration without a region, and an opcode reserved for drivers. */
+	bad_key.mr = NULL;
+	bad = NULL;
+	KUNIT_EXPECT_EQ(test, ib_post_send(c->b.qp, &bad_key.wr, &bad), -EINVAL);
+	KUNIT_EXPECT_PTR_EQ(test, bad, (const struct ib_send_wr *)&bad_key.wr);
+	masked.opcode = IB_WR_RESERVED1;
+	bad = NULL;
+	KUNIT_EXPECT_EQ(test, ib_post_send(c->b.qp, &masked, &bad), -EINVAL);
 	KUNIT_EXPECT_PTR_EQ(test, bad, (const struct ib_send_wr *)&masked);
 	/* Nothing was queued for the refused requests. */
 	KUNIT_EXPECT_EQ(test, ib_poll_cq(c->b.cq, 1, &wc), 0);
@@ -795,6 +831,7 @@ static struct kunit_case rrxe_frwr_cases[] = {
 	KUNIT_CASE(dma_map_sg_is_virtual),
 	KUNIT_CASE(get_flow_write_and_read),
 	KUNIT_CASE(send_with_inv_then_old_rkey_fails),
+	KUNIT_CASE(imm_data_keeps_its_bytes),
 	KUNIT_CASE(local_inv_and_new_key),
 	KUNIT_CASE(reg_mr_of_valid_region_fails),
 	KUNIT_CASE(rw_ctx_multi_entry),

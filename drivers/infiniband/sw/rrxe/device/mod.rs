@@ -18,19 +18,19 @@ use crate::odp::Resume;
 use crate::params::{self, Counter};
 use crate::shared::DevShared;
 use crate::Rrxe;
+use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::rdma::{
     device::{Device, DeviceParams, PortNum, UnregisteredDevice, UverbsCmd},
     net::PortUser,
     netdev::{random_eth_addr, NetDevice},
-    BhGuard,
+    BhGuard, BhSpinLock,
 };
 use kernel::sync::{
     atomic::{ordering::Relaxed, Atomic},
-    Arc, Mutex, SpinLock,
+    Arc, Mutex,
 };
 use kernel::xarray::{AllocKind, XArray};
-use kernel::{new_mutex, new_spinlock};
 
 /// Per-device state.
 #[pin_data]
@@ -69,7 +69,7 @@ pub(crate) struct RrxeDev {
     pub(crate) mws_used: Arc<Counter>,
     /// Multicast groups and their UD QPs; the receive path reads them in softirq.
     #[pin]
-    mcast: SpinLock<McastGroups>,
+    mcast: BhSpinLock<McastGroups>,
     /// Protection domain identities handed out so far (64 bits: at one per nanosecond it
     /// would take 584 years to wrap, so an identity is never handed out twice).
     next_pd: Atomic<u64>,
@@ -133,14 +133,9 @@ impl RrxeDev {
     /// Ethernet address to the netdevice's filter.
     pub(crate) fn mcast_attach(&self, gid: &[u8; 16], qpn: u32) -> Result {
         let node = McastGroups::new_node(gid)?;
-        let change = {
-            let _bh = BhGuard::new();
-            let mut g = self.mcast.lock();
-            g.attach(gid, qpn, node)
-        }?;
+        let change = self.mcast.lock().attach(gid, qpn, node)?;
         if let FilterChange::Add(mac) = change {
             if let Err(e) = self.shared.netdev().mc_add(&mac) {
-                let _bh = BhGuard::new();
                 // Undone: the group was created just now, with this one member.
                 let _ = self.mcast.lock().detach(gid, qpn);
                 return Err(e);
@@ -152,11 +147,7 @@ impl RrxeDev {
     /// Detaches QP `qpn` from the multicast group `gid`; the last member removes the group's
     /// Ethernet address from the netdevice's filter.
     pub(crate) fn mcast_detach(&self, gid: &[u8; 16], qpn: u32) -> Result {
-        let change = {
-            let _bh = BhGuard::new();
-            let mut g = self.mcast.lock();
-            g.detach(gid, qpn)
-        }?;
+        let change = self.mcast.lock().detach(gid, qpn)?;
         if let FilterChange::Remove(mac) = change {
             // Only fails if the address is not in the filter, which the add put there.
             let _ = self.shared.netdev().mc_del(&mac);
@@ -277,7 +268,7 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             qps_by_num <- XArray::new(AllocKind::Alloc),
             mrs_used: Counter::new(params::MAX_MR)?,
             mws_used: Counter::new(params::MAX_MW)?,
-            mcast <- new_spinlock!(McastGroups::new(), "rrxe_mcast"),
+            mcast <- BhSpinLock::new(McastGroups::new(), c"rrxe_mcast", kernel::static_lock_class!()),
             next_pd: Atomic::new(1),
             shared: Arc::pin_init(DevShared::new(ndev, dev_stats, resume_qp)?, GFP_KERNEL)?,
             port_user <- new_mutex!(Some(port_user)),

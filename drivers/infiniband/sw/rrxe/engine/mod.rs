@@ -83,11 +83,11 @@ use kernel::rdma::{
     timer::{impl_deferred, Timer, TimerCallback},
     trace::{self, RetryCause},
     wr::{KernelDma, QpHandle},
-    BhGuard,
+    BhSpinLock,
 };
 use kernel::sync::{
     atomic::{ordering::Relaxed, Atomic},
-    Arc, SpinLock,
+    Arc,
 };
 use shadow::Shadow;
 use state::{path_mtu, wire_state};
@@ -126,7 +126,7 @@ pub(crate) struct QpShared {
     #[pin]
     kick: BhWork<QpShared>,
     #[pin]
-    eng: SpinLock<Engine>,
+    eng: BhSpinLock<Engine>,
     qpn: u32,
     /// RC, UC or UD.
     qp_type: WireQpType,
@@ -284,7 +284,6 @@ impl QpShared {
     fn with_engine<R>(&self, f: impl FnOnce(&Self, &mut Engine, &mut Events) -> R) -> R {
         let mut ev = Events::default();
         let r = {
-            let _bh = BhGuard::new();
             let mut e = self.eng.lock();
             f(self, &mut e, &mut ev)
         };

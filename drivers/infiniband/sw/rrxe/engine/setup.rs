@@ -18,7 +18,6 @@ use crate::proto::{
 };
 use crate::shared::DevShared;
 use crate::Rrxe;
-use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::{
     bhwork::BhWork,
@@ -27,6 +26,7 @@ use kernel::rdma::{
     srq::SrqRef,
     timer::Timer,
     wr::{KernelDma, QpHandle},
+    BhSpinLock,
 };
 use kernel::sync::{atomic::Atomic, Arc};
 
@@ -130,7 +130,7 @@ impl QpShared {
                 rnr <- Timer::new(c"rrxe_qp_rnr", kernel::static_lock_class!()),
                 tx_wait <- Timer::new(c"rrxe_qp_tx_wait", kernel::static_lock_class!()),
                 kick <- BhWork::new(c"rrxe_qp_kick", kernel::static_lock_class!()),
-                eng <- new_spinlock!(eng, "rrxe_qp"),
+                eng <- BhSpinLock::new(eng, c"rrxe_qp", kernel::static_lock_class!()),
                 qpn: s.qpn,
                 qp_type: s.qp_type,
                 pd_id: s.pd_id,

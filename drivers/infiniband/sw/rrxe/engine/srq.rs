@@ -19,16 +19,15 @@ use crate::proto::uabi::{
     MAX_MSG_SIZE, RECV_WQE_DATA_OFFSET,
 };
 use crate::queue::{move_waiting, SharedQueue};
-use kernel::new_spinlock;
 use kernel::prelude::*;
-use kernel::rdma::{wr::RecvWr, BhGuard};
-use kernel::sync::{Arc, SpinLock};
+use kernel::rdma::{wr::RecvWr, BhSpinLock};
+use kernel::sync::{static_lock_class, Arc};
 
 /// What the data path shares of an SRQ.
 #[pin_data]
 pub(crate) struct SrqQueue {
     #[pin]
-    q: SpinLock<SrqState>,
+    q: BhSpinLock<SrqState>,
     /// The checks a user WQE passes (`max_sge` is the SRQ's).
     params: RecvQueueParams,
     /// Size of a WQE slot (a power of two): what a QP's copy of one must hold.
@@ -105,14 +104,15 @@ impl SrqQueue {
         };
         Arc::pin_init(
             try_pin_init!(Self {
-                q <- new_spinlock!(
+                q <- BhSpinLock::new(
                     SrqState {
                         ring,
                         consumer: KernelConsumer::new(geo),
                         limit,
                         capacity: geo.capacity(),
                     },
-                    "rrxe_srq"
+                    c"rrxe_srq",
+                    static_lock_class!()
                 ),
                 params: RecvQueueParams {
                     max_sge,
@@ -137,14 +137,12 @@ impl SrqQueue {
 
     /// Returns the armed limit and the capacity.
     pub(crate) fn limit_and_capacity(&self) -> (u32, u32) {
-        let _bh = BhGuard::new();
         let q = self.q.lock();
         (q.limit, q.capacity)
     }
 
     /// Arms the limit (`IB_SRQ_LIMIT`; 0 disarms it); `EINVAL` beyond the capacity.
     pub(crate) fn arm(&self, limit: u32) -> Result {
-        let _bh = BhGuard::new();
         let mut q = self.q.lock();
         if limit > q.capacity {
             return Err(EINVAL);
@@ -157,7 +155,6 @@ impl SrqQueue {
     /// the SRQ's ring (rxe's `rxe_queue_resize()`); `EINVAL` if they do not fit, or if the
     /// armed limit would exceed the new size, and nothing changes.
     pub(crate) fn resize_user(&self, queue: SharedQueue, geo: QueueGeometry) -> Result {
-        let bh = BhGuard::new();
         let mut q = self.q.lock();
         // `Ok(old queue)` or `Err(refused new queue)`: dropped after the lock (a short
         // critical section; dropping it never sleeps).
@@ -177,7 +174,6 @@ impl SrqQueue {
             Err(()) => Err(queue),
         };
         drop(q);
-        drop(bh);
         match swapped {
             Ok(_old) => Ok(()),
             Err(_refused) => Err(EINVAL),
@@ -190,7 +186,6 @@ impl SrqQueue {
     /// or if the armed limit would exceed the new size; nothing changes then.
     pub(crate) fn resize_kernel(&self, geo: QueueGeometry) -> Result {
         let mut ring = kernel_ring(geo)?;
-        let bh = BhGuard::new();
         let mut q = self.q.lock();
         let moved = match &q.ring {
             Ring::Kernel(old) if q.limit <= geo.capacity() => {
@@ -208,7 +203,6 @@ impl SrqQueue {
             Err(e) => Err((e, ring)),
         };
         drop(q);
-        drop(bh);
         match dropped {
             Ok(_old) => Ok(()),
             Err((e, _refused)) => Err(e),
@@ -218,7 +212,6 @@ impl SrqQueue {
     /// Checks a kernel consumer's receive work request and queues it (`ib_post_srq_recv`).
     pub(crate) fn post_recv(&self, wr: &RecvWr<'_>) -> Result {
         let n = u32::try_from(wr.sges.len())?;
-        let _bh = BhGuard::new();
         let mut q = self.q.lock();
         let Ring::Kernel(k) = &mut q.ring else {
             return Err(EINVAL);

@@ -22,7 +22,7 @@ use kernel::prelude::*;
 use kernel::rdma::{
     mr::AccessFlags,
     qp::{attr, QpAttrs, QpCaps, QpState},
-    trace, BhGuard,
+    trace,
 };
 
 /// The wire core's name of a QP state.
@@ -121,7 +121,6 @@ pub(super) fn new_responder(a: &QpAttrs) -> Result<KBox<Responder<ResTable>>> {
 impl QpShared {
     /// Returns the attributes, capabilities (for `query_qp`).
     pub(crate) fn query(&self) -> (QpAttrs, QpCaps) {
-        let _bh = BhGuard::new();
         let e = self.eng.lock();
         let mut a = e.attrs;
         a.sq_draining = e.req.drain_due;

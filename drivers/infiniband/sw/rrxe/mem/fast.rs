@@ -9,16 +9,15 @@
 //! the current one names. Every access copies under the region's lock, after checking
 //! again that the registration it was resolved under is still the current one.
 
-use super::{BhLocked, Key};
+use super::Key;
 use crate::proto::target::{AccessError, PageLayout, Region};
 use crate::Rrxe;
-use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::rdma::{
     mr::{AccessFlags, Mr, MrSg},
     wr::KernelDma,
+    BhSpinLock, BhSpinLockGuard,
 };
-use kernel::sync::SpinLock;
 
 /// A fast-registration region.
 pub(crate) struct FastRegion {
@@ -31,7 +30,7 @@ pub(crate) struct FastRegion {
     /// Kernel memory: the pages are DMA addresses a kernel consumer mapped.
     dma: KernelDma,
     /// The registration, under a lock taken with bottom halves disabled.
-    state: Pin<KBox<SpinLock<FastState>>>,
+    state: Pin<KBox<BhSpinLock<FastState>>>,
 }
 
 /// A page list and where the region lies in it.
@@ -101,14 +100,18 @@ impl FastRegion {
     /// A free region of protection domain `pd_id` under `key`, over kernel memory `dma`.
     pub(crate) fn new(pd_id: u64, key: Key, lists: PageLists, dma: KernelDma) -> Result<Self> {
         let state = KBox::pin_init(
-            new_spinlock!(FastState {
-                valid: false,
-                key,
-                access: AccessFlags::NONE,
-                generation: 0,
-                staged: lists.staged,
-                active: lists.active,
-            }),
+            BhSpinLock::new(
+                FastState {
+                    valid: false,
+                    key,
+                    access: AccessFlags::NONE,
+                    generation: 0,
+                    staged: lists.staged,
+                    active: lists.active,
+                },
+                c"rrxe_fast_mr",
+                kernel::static_lock_class!(),
+            ),
             crate::params::gfp_user(),
         )?;
         Ok(Self {
@@ -127,8 +130,8 @@ impl FastRegion {
 
     /// Takes the state's lock, with bottom halves disabled (the data path takes it in
     /// softirq).
-    fn lock(&self) -> BhLocked<'_, FastState> {
-        BhLocked::lock(&self.state)
+    fn lock(&self) -> BhSpinLockGuard<'_, FastState> {
+        self.state.lock()
     }
 
     /// Returns the start and length of the registration, if `key` is its current key.

@@ -44,8 +44,7 @@ pub(crate) use crate::proto::target::Access as Need;
 use crate::proto::target::AccessError;
 pub(crate) use fast::{FastRegion, PageLists};
 use kernel::prelude::*;
-use kernel::rdma::{mr::AccessFlags, BhGuard};
-use kernel::sync::{SpinLock, SpinLockGuard};
+use kernel::rdma::mr::AccessFlags;
 pub(crate) use key::{Key, KeyTable, LOCAL_DMA_LKEY};
 pub(crate) use resolve::{is_write, Accessor, Mem};
 pub(crate) use user::{UserMem, UserRegion};
@@ -197,39 +196,6 @@ impl MrInner {
             Self::Window(w) => w.invalidate(pd_id, qpn, key),
             Self::User(_) => Err(EINVAL),
         }
-    }
-}
-
-/// A spinlock the data path also takes in softirq, held with bottom halves disabled (a
-/// fast region's or a window's state).
-pub(crate) struct BhLocked<'a, T> {
-    // Dropped first: the lock is released before bottom halves are enabled again.
-    guard: SpinLockGuard<'a, T>,
-    _bh: BhGuard,
-}
-
-impl<'a, T> BhLocked<'a, T> {
-    /// Disables bottom halves, then takes `lock`.
-    pub(crate) fn lock(lock: &'a SpinLock<T>) -> Self {
-        let bh = BhGuard::new();
-        Self {
-            guard: lock.lock(),
-            _bh: bh,
-        }
-    }
-}
-
-impl<T> core::ops::Deref for BhLocked<'_, T> {
-    type Target = T;
-
-    fn deref(&self) -> &T {
-        &self.guard
-    }
-}
-
-impl<T: Unpin> core::ops::DerefMut for BhLocked<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.guard
     }
 }
 

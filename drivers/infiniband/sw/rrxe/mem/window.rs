@@ -6,12 +6,11 @@
 //! binding, and the checks of a bind, an invalidation and a resolution. The verbs' object
 //! is `crate::mw::RrxeMw`.
 
-use super::{BhLocked, Key, MrInner, Need, SUPPORTED_ACCESS};
+use super::{Key, MrInner, Need, SUPPORTED_ACCESS};
 use crate::proto::target::{AccessError, Region};
-use kernel::new_spinlock;
 use kernel::prelude::*;
-use kernel::rdma::mr::AccessFlags;
-use kernel::sync::{Arc, SpinLock};
+use kernel::rdma::{mr::AccessFlags, BhSpinLock, BhSpinLockGuard};
+use kernel::sync::Arc;
 
 /// Access flags a memory window may grant: those of a region, and zero-based addressing
 /// (type 2B only).
@@ -26,7 +25,7 @@ pub(crate) struct Window {
     /// Type 2B (bound to a QP, invalidated by work requests) rather than type 1.
     type2: bool,
     /// Its key and binding, under a lock taken with bottom halves disabled.
-    state: Pin<KBox<SpinLock<WindowState>>>,
+    state: Pin<KBox<BhSpinLock<WindowState>>>,
 }
 
 /// A window's key and binding.
@@ -109,7 +108,11 @@ impl Window {
             index: key.index(),
             type2,
             state: KBox::pin_init(
-                new_spinlock!(WindowState { key, bound: None }),
+                BhSpinLock::new(
+                    WindowState { key, bound: None },
+                    c"rrxe_mw",
+                    kernel::static_lock_class!(),
+                ),
                 crate::params::gfp_user(),
             )?,
         })
@@ -117,8 +120,8 @@ impl Window {
 
     /// Takes the state's lock, with bottom halves disabled (the data path takes it in
     /// softirq).
-    fn lock(&self) -> BhLocked<'_, WindowState> {
-        BhLocked::lock(&self.state)
+    fn lock(&self) -> BhSpinLockGuard<'_, WindowState> {
+        self.state.lock()
     }
 
     /// Binds the window for a QP (number `qpn`) of protection domain `pd_id` to `mr` (the
