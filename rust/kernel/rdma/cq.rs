@@ -10,6 +10,7 @@ use super::mmap;
 use super::usecnt::{Dying, UseCounted, UseRef};
 use crate::{
     bindings,
+    error::from_result,
     new_spinlock_irq,
     prelude::*,
     sync::SpinLockIrq,
@@ -184,103 +185,111 @@ impl NotifyFlags {
     }
 }
 
-/// `create_cq` trampoline body.
+/// The `create_cq` operation.
 ///
 /// # Safety
 ///
-/// `cq` is a zeroed allocation of `size_ib_cq` bytes whose header the core initialised;
-/// `attr` is valid; `attrs` is null (kernel CQ) or the verb's attribute bundle.
-pub(crate) unsafe fn create<T: Driver>(
+/// Called by the core: `cq` is a zeroed allocation of `size_ib_cq` bytes whose header the core
+/// initialised; `attr` is valid; `attrs` is null (kernel CQ) or the verb's attribute bundle.
+pub(crate) unsafe extern "C" fn create<T: Driver>(
     cq: *mut bindings::ib_cq,
     attr: *const bindings::ib_cq_init_attr,
     attrs: *mut bindings::uverbs_attr_bundle,
-) -> Result {
+) -> c_int {
     const {
         assert!(core::mem::offset_of!(Cq<T>, ib) == 0);
     }
-    // SAFETY: The core sets `device` first and calls operations while it is alive.
-    let dev = unsafe { Device::<T>::from_raw((*cq).device) };
-    // SAFETY: `attrs` is null or a valid bundle; its udata lives for the call.
-    let udata = unsafe { UData::from_raw(bindings::uverbs_bundle_udata(attrs)) };
-    // SAFETY: `attr` is valid for the call.
-    let a = unsafe { &*attr };
-    let init = CqInit {
-        cqe: a.cqe,
-        comp_vector: a.comp_vector,
-        flags: a.flags,
-        udata,
-        ucontext: udata.and_then(|u| u.ucontext()),
-        cq,
-    };
-    let data = T::create_cq(dev, &init)?;
-    let this = cq.cast::<Cq<T>>();
-    // SAFETY: `event_lock` is uninitialised memory in the core's allocation, which never
-    // moves; the initialiser cannot fail.
-    unsafe { pin_init::raw_try_init(&raw mut (*this).event_lock, new_spinlock_irq!(())) }?;
-    // SAFETY: `data` is uninitialised memory in the core's allocation, which never
-    // moves; on failure the core frees it without calling `destroy_cq`.
-    let ret = unsafe { pin_init::raw_try_init(&raw mut (*this).data, data) };
-    if ret.is_err() {
-        // SAFETY: Initialised above and not shared (the CQ was never handed out).
-        unsafe { core::ptr::drop_in_place(&raw mut (*this).event_lock) };
-    }
-    ret
+    from_result(|| {
+        // SAFETY: The core sets `device` first and calls operations while it is alive.
+        let dev = unsafe { Device::<T>::from_raw((*cq).device) };
+        // SAFETY: `attrs` is null or a valid bundle; its udata lives for the call.
+        let udata = unsafe { UData::from_raw(bindings::uverbs_bundle_udata(attrs)) };
+        // SAFETY: `attr` is valid for the call.
+        let a = unsafe { &*attr };
+        let init = CqInit {
+            cqe: a.cqe,
+            comp_vector: a.comp_vector,
+            flags: a.flags,
+            udata,
+            ucontext: udata.and_then(|u| u.ucontext()),
+            cq,
+        };
+        let data = T::create_cq(dev, &init)?;
+        let this = cq.cast::<Cq<T>>();
+        // SAFETY: `event_lock` is uninitialised memory in the core's allocation, which never
+        // moves; the initialiser cannot fail.
+        unsafe { pin_init::raw_try_init(&raw mut (*this).event_lock, new_spinlock_irq!(())) }?;
+        // SAFETY: `data` is uninitialised memory in the core's allocation, which never
+        // moves; on failure the core frees it without calling `destroy_cq`.
+        let ret = unsafe { pin_init::raw_try_init(&raw mut (*this).data, data) };
+        if ret.is_err() {
+            // SAFETY: Initialised above and not shared (the CQ was never handed out).
+            unsafe { core::ptr::drop_in_place(&raw mut (*this).event_lock) };
+        }
+        ret?;
+        Ok(0)
+    })
 }
 
-/// `destroy_cq` trampoline body.
+/// The `destroy_cq` operation.
 ///
 /// # Safety
 ///
-/// `cq` was initialised by a successful `create_cq`; `udata` is null or valid, in process
-/// context.
-pub(crate) unsafe fn destroy<T: Driver>(
+/// Called by the core: `cq` was initialised by a successful `create_cq`; `udata` is null or valid,
+/// in process context.
+pub(crate) unsafe extern "C" fn destroy<T: Driver>(
     cq: *mut bindings::ib_cq,
     udata: *mut bindings::ib_udata,
-) -> Result {
-    let this = cq.cast::<Cq<T>>();
-    // SAFETY: The CQ is initialised (type invariant of `Cq`); the core checked its use
-    // count before calling `destroy_cq` (`verbs.c:2266`) and frees it when it succeeds.
-    T::destroy_cq(&unsafe { Dying::new(&*this) })?;
-    // SAFETY: Destroy succeeded: the core frees the CQ next and calls no other
-    // operation on it.
-    unsafe {
-        core::ptr::drop_in_place(&raw mut (*this).data);
-        core::ptr::drop_in_place(&raw mut (*this).event_lock);
-    }
-    // SAFETY: Per the function's contract.
-    unsafe { mmap::sweep_after::<T>(udata) };
-    Ok(())
+) -> c_int {
+    from_result(|| {
+        let this = cq.cast::<Cq<T>>();
+        // SAFETY: The CQ is initialised (type invariant of `Cq`); the core checked its use
+        // count before calling `destroy_cq` (`verbs.c:2266`) and frees it when it succeeds.
+        T::destroy_cq(&unsafe { Dying::new(&*this) })?;
+        // SAFETY: Destroy succeeded: the core frees the CQ next and calls no other
+        // operation on it.
+        unsafe {
+            core::ptr::drop_in_place(&raw mut (*this).data);
+            core::ptr::drop_in_place(&raw mut (*this).event_lock);
+        }
+        // SAFETY: Per the function's contract.
+        unsafe { mmap::sweep_after::<T>(udata) };
+        Ok(0)
+    })
 }
 
-/// `req_notify_cq` trampoline body: returns whether `flags` asked to report missed events
-/// and completions are already queued.
+/// The `req_notify_cq` operation: returns 1 if `flags` asked to report missed events and
+/// completions are already queued, else 0.
 ///
 /// # Safety
 ///
-/// `cq` was initialised by a successful `create_cq`.
-pub(crate) unsafe fn req_notify<T: Driver>(
+/// Called by the core: `cq` was initialised by a successful `create_cq`.
+pub(crate) unsafe extern "C" fn req_notify<T: Driver>(
     cq: *mut bindings::ib_cq,
     flags: bindings::ib_cq_notify_flags,
-) -> Result<bool> {
+) -> c_int {
     // SAFETY: The CQ is initialised (type invariant of `Cq`).
     let cq = unsafe { &*cq.cast::<Cq<T>>() };
-    T::req_notify_cq(cq, NotifyFlags::from_raw(flags.0))
+    from_result(|| T::req_notify_cq(cq, NotifyFlags::from_raw(flags.0)).map(c_int::from))
 }
 
-/// `resize_user_cq` trampoline body.
+/// The `resize_user_cq` operation.
 ///
 /// # Safety
 ///
-/// `cq` was initialised by a successful `create_cq`; `udata` is null or valid.
-pub(crate) unsafe fn resize<T: Driver>(
+/// Called by the core: `cq` was initialised by a successful `create_cq`; `udata` is null or valid.
+pub(crate) unsafe extern "C" fn resize<T: Driver>(
     cq: *mut bindings::ib_cq,
     cqe: c_uint,
     udata: *mut bindings::ib_udata,
-) -> Result {
-    // SAFETY: The CQ is initialised; `udata` is null or valid for the call.
-    let (cq, ud) = unsafe { (&*cq.cast::<Cq<T>>(), UData::from_raw(udata)) };
-    let ret = T::resize_cq(cq, cqe, ud);
-    // SAFETY: `udata` is null or valid, in process context (a verb).
-    unsafe { mmap::sweep_after::<T>(udata) };
-    ret
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The CQ is initialised; `udata` is null or valid for the call.
+        let (cq, ud) = unsafe { (&*cq.cast::<Cq<T>>(), UData::from_raw(udata)) };
+        let ret = T::resize_cq(cq, cqe, ud);
+        // SAFETY: `udata` is null or valid, in process context (a verb).
+        unsafe { mmap::sweep_after::<T>(udata) };
+        ret?;
+        Ok(0)
+    })
 }

@@ -24,7 +24,7 @@
 use super::device::{Driver, UContext, UData};
 use crate::{
     bindings,
-    error::to_result,
+    error::{from_result, to_result},
     new_mutex,
     prelude::*,
     sync::{
@@ -372,43 +372,49 @@ pub(crate) unsafe fn sweep_after<T: Driver>(udata: *mut bindings::ib_udata) {
     }
 }
 
-/// Maps the shared buffer that `vma`'s offset names into the calling process
-/// (the driver's `mmap` operation).
+/// The `mmap` operation: maps the shared buffer that `vma`'s offset names into the calling
+/// process.
 ///
 /// # Safety
 ///
-/// `ctx` is a live user context and `vma` the VMA of an `mmap()` of its uverbs file.
-pub(crate) unsafe fn map(
+/// Called by the core: `ctx` is a live user context and `vma` the VMA of an `mmap()` of its
+/// uverbs file.
+pub(crate) unsafe extern "C" fn map(
     ctx: *mut bindings::ib_ucontext,
     vma: *mut bindings::vm_area_struct,
-) -> Result {
-    // SAFETY: Per the function's contract; the core returns a counted entry or null.
-    let rdma = unsafe { bindings::rdma_user_mmap_entry_get(ctx, vma) };
-    if rdma.is_null() {
-        return Err(EINVAL);
-    }
-    // SAFETY: Every entry of a context of ours is the first field of an `Entry`.
-    let entry = unsafe { &*rdma.cast::<Entry>() };
-    // SAFETY: `vma` is the VMA of an `mmap()` of the uverbs file of `ctx`, in the driver's
-    // `mmap` operation (`ib_uverbs_mmap()` holds `disassociate_srcu`); the entry's buffer is a
-    // `vmalloc_user()` allocation at least as large as the mapping (the core checked the
-    // length against the entry's size), kept alive by the entry; `rdma` is a counted entry,
-    // which the mapping's tracking takes a reference of its own on (`ib_core_uverbs.c`,
-    // `rdma_umap_priv_init()`), dropped when it is unmapped or zapped.
-    let ret =
-        unsafe { bindings::rdma_user_mmap_vmalloc(ctx, vma, entry.mem.buf.as_ptr().cast(), rdma) };
-    // SAFETY: Drops the reference taken by `rdma_user_mmap_entry_get`; the VMA holds its own
-    // (taken by `rdma_user_mmap_vmalloc`) until it is unmapped or zapped.
-    unsafe { bindings::rdma_user_mmap_entry_put(rdma) };
-    to_result(ret)
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's contract; the core returns a counted entry or null.
+        let rdma = unsafe { bindings::rdma_user_mmap_entry_get(ctx, vma) };
+        if rdma.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: Every entry of a context of ours is the first field of an `Entry`.
+        let entry = unsafe { &*rdma.cast::<Entry>() };
+        // SAFETY: `vma` is the VMA of an `mmap()` of the uverbs file of `ctx`, in the driver's
+        // `mmap` operation (`ib_uverbs_mmap()` holds `disassociate_srcu`); the entry's buffer is a
+        // `vmalloc_user()` allocation at least as large as the mapping (the core checked the
+        // length against the entry's size), kept alive by the entry; `rdma` is a counted entry,
+        // which the mapping's tracking takes a reference of its own on (`ib_core_uverbs.c`,
+        // `rdma_umap_priv_init()`), dropped when it is unmapped or zapped.
+        let ret = unsafe {
+            bindings::rdma_user_mmap_vmalloc(ctx, vma, entry.mem.buf.as_ptr().cast(), rdma)
+        };
+        // SAFETY: Drops the reference taken by `rdma_user_mmap_entry_get`; the VMA holds its own
+        // (taken by `rdma_user_mmap_vmalloc`) until it is unmapped or zapped.
+        unsafe { bindings::rdma_user_mmap_entry_put(rdma) };
+        to_result(ret)?;
+        Ok(0)
+    })
 }
 
-/// Frees a shared buffer's entry and memory (the driver's `mmap_free` operation).
+/// The `mmap_free` operation: frees a shared buffer's entry and memory.
 ///
 /// # Safety
 ///
-/// `rdma` is the entry of a [`SharedBuffer`] whose last reference was just dropped.
-pub(crate) unsafe fn free_entry(rdma: *mut bindings::rdma_user_mmap_entry) {
+/// Called by the core: `rdma` is the entry of a [`SharedBuffer`] whose last reference was just
+/// dropped.
+pub(crate) unsafe extern "C" fn free_entry(rdma: *mut bindings::rdma_user_mmap_entry) {
     // SAFETY: The entry is the first field of a leaked `KBox<Entry>` (`Entry` is `repr(C)`);
     // the core dropped its last reference, so nothing else uses it. Dropping it drops its
     // share of the memory.

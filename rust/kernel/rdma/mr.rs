@@ -19,7 +19,7 @@ use super::{
 use crate::{
     alloc::{flags::GFP_KERNEL_ACCOUNT, KVVec},
     bindings,
-    error::{from_err_ptr, to_result},
+    error::{from_err_ptr, from_result, to_result},
     prelude::*,
     types::Opaque,
 };
@@ -499,17 +499,17 @@ pub struct RegWr<'a, T: Driver> {
     pub access: AccessFlags,
 }
 
-/// `alloc_mr` trampoline body.
+/// The `alloc_mr` operation (`ib_alloc_mr()`).
 ///
 /// # Safety
 ///
-/// `pd` is one of this driver's protection domains, of a kernel consumer (userspace has no
-/// way to allocate such a region).
-pub(crate) unsafe fn alloc<T: Driver>(
+/// Called by the core: `pd` is one of this driver's protection domains, of a kernel consumer
+/// (userspace has no way to allocate such a region).
+pub(crate) unsafe extern "C" fn alloc<T: Driver>(
     pd: *mut bindings::ib_pd,
     mr_type: bindings::ib_mr_type,
     max_num_sg: u32,
-) -> Result<*mut bindings::ib_mr> {
+) -> *mut bindings::ib_mr {
     // SAFETY: Per the function's contract.
     let pd = unsafe { &*pd.cast::<Pd<T>>() };
     let mr_type = if mr_type == bindings::ib_mr_type::IB_MR_TYPE_MEM_REG {
@@ -519,22 +519,23 @@ pub(crate) unsafe fn alloc<T: Driver>(
     };
     // INVARIANT: Only kernel consumers allocate regions, and the memory they map into them
     // is DMA-mapped kernel memory they keep until they invalidate the region.
-    let (keys, data) = T::alloc_mr(pd, mr_type, max_num_sg, super::wr::KernelDma::new())?;
-    new_mr::<T>(keys, Ok::<_, Error>(data), 0, 0)
+    T::alloc_mr(pd, mr_type, max_num_sg, super::wr::KernelDma::new())
+        .and_then(|(keys, data)| new_mr::<T>(keys, Ok::<_, Error>(data), 0, 0))
+        .unwrap_or_else(|e| e.to_ptr())
 }
 
-/// `map_mr_sg` trampoline body.
+/// The `map_mr_sg` operation (`ib_map_mr_sg()`): returns the number of entries mapped.
 ///
 /// # Safety
 ///
-/// `mr` is a live region of driver `T`; `sgl` holds `nents` DMA-mapped entries; `offset` is
-/// null or valid, all for the duration of the call.
-pub(crate) unsafe fn map_sg<T: Driver>(
+/// Called by the core: `mr` is a region of driver `T` from `alloc_mr`; `sgl` holds `nents`
+/// DMA-mapped entries; `offset` is null or valid, all for the duration of the call.
+pub(crate) unsafe extern "C" fn map_sg<T: Driver>(
     mr: *mut bindings::ib_mr,
     sgl: *mut bindings::scatterlist,
     nents: c_int,
     offset: *mut c_uint,
-) -> Result<usize> {
+) -> c_int {
     // SAFETY: Per the function's contract.
     let mr = unsafe { &*mr.cast::<Mr<T>>() };
     // INVARIANT: Per the function's contract.
@@ -544,38 +545,58 @@ pub(crate) unsafe fn map_sg<T: Driver>(
         offset,
         _p: core::marker::PhantomData,
     };
-    T::map_mr_sg(mr, sg)
+    match T::map_mr_sg(mr, sg) {
+        Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
+        Err(e) => e.to_errno(),
+    }
 }
 
-/// `reg_user_mr` trampoline body.
+/// The `reg_user_mr` operation.
 ///
 /// # Safety
 ///
-/// `pd` is one of this driver's protection domains; `udata` null or valid.
-pub(crate) unsafe fn reg_user<T: Driver>(
+/// Called by the core: `pd` is one of this driver's protection domains; `dmah` and `udata`
+/// null or valid.
+pub(crate) unsafe extern "C" fn reg_user<T: Driver>(
     pd: *mut bindings::ib_pd,
-    req: &UserMrReq,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: c_int,
+    dmah: *mut bindings::ib_dmah,
     udata: *mut bindings::ib_udata,
-) -> Result<*mut bindings::ib_mr> {
+) -> *mut bindings::ib_mr {
+    if !dmah.is_null() {
+        return EOPNOTSUPP.to_ptr();
+    }
+    let req = UserMrReq {
+        start,
+        length,
+        iova,
+        access: AccessFlags::from_raw(u32::from_ne_bytes(access.to_ne_bytes())),
+    };
     // SAFETY: Per the function's contract.
     let (pd, udata) = unsafe { (&*pd.cast::<Pd<T>>(), UData::from_raw(udata)) };
-    let (keys, init) = T::reg_user_mr(pd, req, udata)?;
-    new_mr::<T>(keys, init, req.iova, req.length)
+    T::reg_user_mr(pd, &req, udata)
+        .and_then(|(keys, init)| new_mr::<T>(keys, init, req.iova, req.length))
+        .unwrap_or_else(|e| e.to_ptr())
 }
 
-/// `get_dma_mr` trampoline body.
+/// The `get_dma_mr` operation.
 ///
 /// # Safety
 ///
-/// `pd` is one of this driver's protection domains.
-pub(crate) unsafe fn get_dma<T: Driver>(
+/// Called by the core: `pd` is one of this driver's (kernel) protection domains.
+pub(crate) unsafe extern "C" fn get_dma<T: Driver>(
     pd: *mut bindings::ib_pd,
-    access: AccessFlags,
-) -> Result<*mut bindings::ib_mr> {
+    access: c_int,
+) -> *mut bindings::ib_mr {
     // SAFETY: Per the function's contract.
     let pd = unsafe { &*pd.cast::<Pd<T>>() };
-    let (keys, init) = T::get_dma_mr(pd, access)?;
-    new_mr::<T>(keys, init, 0, u64::MAX)
+    let access = AccessFlags::from_raw(u32::from_ne_bytes(access.to_ne_bytes()));
+    T::get_dma_mr(pd, access)
+        .and_then(|(keys, init)| new_mr::<T>(keys, init, 0, u64::MAX))
+        .unwrap_or_else(|e| e.to_ptr())
 }
 
 /// Allocates a region with `init`'s data and leaks it to the core, with its keys and range
@@ -606,30 +627,37 @@ fn new_mr<T: Driver>(
     Ok(raw.cast())
 }
 
-/// `dereg_mr` trampoline body.
+/// The `dereg_mr` operation.
 ///
 /// # Safety
 ///
-/// `mr` was returned by [`reg_user`], [`get_dma`] or [`alloc`] and is not used by the core
-/// afterwards.
-pub(crate) unsafe fn dereg<T: Driver>(mr: *mut bindings::ib_mr) -> Result {
-    let mr = mr.cast::<Mr<T>>();
-    // SAFETY: Per the function's contract, `mr` is a leaked, live `KBox<Mr<T>>`. On error
-    // the core keeps the region, so it is only reclaimed after the driver agreed.
-    T::dereg_mr(unsafe { &*mr })?;
-    // SAFETY: As above; nothing refers to the region anymore.
-    drop(unsafe { KBox::from_raw(mr) });
-    Ok(())
+/// Called by the core: `mr` was returned by [`reg_user`], [`get_dma`] or [`alloc`] and is not used
+/// by the core afterwards.
+pub(crate) unsafe extern "C" fn dereg<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        let mr = mr.cast::<Mr<T>>();
+        // SAFETY: Per the function's contract, `mr` is a leaked, live `KBox<Mr<T>>`. On error
+        // the core keeps the region, so it is only reclaimed after the driver agreed.
+        T::dereg_mr(unsafe { &*mr })?;
+        // SAFETY: As above; nothing refers to the region anymore.
+        drop(unsafe { KBox::from_raw(mr) });
+        Ok(0)
+    })
 }
 
-/// `rereg_user_mr` trampoline body: an in-place re-registration (the region keeps its keys).
+/// The `rereg_user_mr` operation: an in-place re-registration (the region keeps its keys, so
+/// the core keeps its `ib_mr`: null on success).
 ///
 /// # Safety
 ///
-/// `mr` is a user region of `T` whose data is initialised; `pd` is a valid PD of `T` when
-/// `flags` has `IB_MR_REREG_PD`; `udata` is null or valid.
+/// Called by the core (`ib_uverbs_rereg_mr`): `mr` is a user region of `T` whose data is
+/// initialised; `pd` is a valid PD of `T` when `flags` has `IB_MR_REREG_PD`; `udata` is null
+/// or valid.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn rereg_user<T: Driver>(
+pub(crate) unsafe extern "C" fn rereg_user<T: Driver>(
     mr: *mut bindings::ib_mr,
     flags: c_int,
     start: u64,
@@ -637,8 +665,11 @@ pub(crate) unsafe fn rereg_user<T: Driver>(
     iova: u64,
     access: c_int,
     pd: *mut bindings::ib_pd,
-) -> Result {
-    let flags = u32::try_from(flags).map_err(|_| EINVAL)?;
+    _udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    let Ok(flags) = u32::try_from(flags) else {
+        return EINVAL.to_ptr();
+    };
     let has = |bit: u32| flags & bit != 0;
     let access = AccessFlags::from_raw(u32::from_ne_bytes(access.to_ne_bytes()));
     let new_pd = has(bindings::ib_mr_rereg_flags_IB_MR_REREG_PD);
@@ -655,5 +686,8 @@ pub(crate) unsafe fn rereg_user<T: Driver>(
         }),
     };
     // SAFETY: The region's data is initialised.
-    T::rereg_user_mr(unsafe { &*mr.cast::<Mr<T>>() }, &change)
+    match T::rereg_user_mr(unsafe { &*mr.cast::<Mr<T>>() }, &change) {
+        Ok(()) => core::ptr::null_mut(),
+        Err(e) => e.to_ptr(),
+    }
 }

@@ -12,7 +12,7 @@ use super::{
     device::{Device, Driver, UData},
     pd::Pd,
 };
-use crate::{bindings, prelude::*, types::Opaque};
+use crate::{bindings, error::from_result, prelude::*, types::Opaque};
 
 /// The type of a memory window (IBA 10.6.7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,60 +64,64 @@ pub struct MwInit<'a, T: Driver> {
     pub udata: Option<&'a UData<T>>,
 }
 
-/// `alloc_mw` trampoline body.
+/// The `alloc_mw` operation.
 ///
 /// # Safety
 ///
-/// `mw` is a zeroed allocation of `size_ib_mw` bytes whose header the core initialised
-/// (`device`, `pd` of this driver, `type` 1 or 2); `udata` is null or valid.
-pub(crate) unsafe fn alloc<T: Driver>(
+/// Called by the core: `mw` is a zeroed allocation of `size_ib_mw` bytes whose header the core
+/// initialised (`device`, `pd` of this driver, `type` 1 or 2); `udata` is null or valid.
+pub(crate) unsafe extern "C" fn alloc<T: Driver>(
     mw: *mut bindings::ib_mw,
     udata: *mut bindings::ib_udata,
-) -> Result {
+) -> c_int {
     const {
         assert!(core::mem::offset_of!(Mw<T>, ib) == 0);
     }
-    // SAFETY: The core sets `device`, `pd` and `type` before the call (`ib_uverbs_alloc_mw`);
-    // the PD, of this driver, outlives the window.
-    let (dev, pd, ty) = unsafe {
-        (
-            Device::<T>::from_raw((*mw).device),
-            &*(*mw).pd.cast::<Pd<T>>(),
-            (*mw).type_,
-        )
-    };
-    let mw_type = match ty {
-        bindings::ib_mw_type_IB_MW_TYPE_1 => MwType::Type1,
-        bindings::ib_mw_type_IB_MW_TYPE_2 => MwType::Type2,
-        _ => return Err(EINVAL),
-    };
-    let init = MwInit {
-        pd,
-        mw_type,
-        // SAFETY: `udata` is null or valid for the call.
-        udata: unsafe { UData::from_raw(udata) },
-    };
-    let (rkey, data) = T::alloc_mw(dev, &init)?;
-    // SAFETY: `data` is uninitialised memory in the core's allocation, which never moves and
-    // is freed by the core after `dealloc_mw`; `mw` is valid, and the core reports `rkey` to
-    // userspace after the call.
-    unsafe {
-        (&raw mut (*mw.cast::<Mw<T>>()).data).write(data);
-        (*mw).rkey = rkey;
-    }
-    Ok(())
+    from_result(|| {
+        // SAFETY: The core sets `device`, `pd` and `type` before the call (`ib_uverbs_alloc_mw`);
+        // the PD, of this driver, outlives the window.
+        let (dev, pd, ty) = unsafe {
+            (
+                Device::<T>::from_raw((*mw).device),
+                &*(*mw).pd.cast::<Pd<T>>(),
+                (*mw).type_,
+            )
+        };
+        let mw_type = match ty {
+            bindings::ib_mw_type_IB_MW_TYPE_1 => MwType::Type1,
+            bindings::ib_mw_type_IB_MW_TYPE_2 => MwType::Type2,
+            _ => return Err(EINVAL),
+        };
+        let init = MwInit {
+            pd,
+            mw_type,
+            // SAFETY: `udata` is null or valid for the call.
+            udata: unsafe { UData::from_raw(udata) },
+        };
+        let (rkey, data) = T::alloc_mw(dev, &init)?;
+        // SAFETY: `data` is uninitialised memory in the core's allocation, which never moves and
+        // is freed by the core after `dealloc_mw`; `mw` is valid, and the core reports `rkey` to
+        // userspace after the call.
+        unsafe {
+            (&raw mut (*mw.cast::<Mw<T>>()).data).write(data);
+            (*mw).rkey = rkey;
+        }
+        Ok(0)
+    })
 }
 
-/// `dealloc_mw` trampoline body.
+/// The `dealloc_mw` operation.
 ///
 /// # Safety
 ///
-/// `mw` was initialised by `alloc_mw`; on success the core frees it next.
-pub(crate) unsafe fn dealloc<T: Driver>(mw: *mut bindings::ib_mw) -> Result {
-    let this = mw.cast::<Mw<T>>();
-    // SAFETY: The window is initialised.
-    T::dealloc_mw(unsafe { &*this })?;
-    // SAFETY: Deallocation succeeded: nothing uses the window any more and the core frees it.
-    unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
-    Ok(())
+/// Called by the core: `mw` was initialised by `alloc_mw`; on success the core frees it next.
+pub(crate) unsafe extern "C" fn dealloc<T: Driver>(mw: *mut bindings::ib_mw) -> c_int {
+    from_result(|| {
+        let this = mw.cast::<Mw<T>>();
+        // SAFETY: The window is initialised.
+        T::dealloc_mw(unsafe { &*this })?;
+        // SAFETY: Deallocation succeeded: nothing uses the window any more and the core frees it.
+        unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+        Ok(0)
+    })
 }

@@ -5,7 +5,7 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::device::{Device, Driver, UData};
-use crate::{bindings, prelude::*, types::Opaque};
+use crate::{bindings, error::from_result, prelude::*, types::Opaque};
 
 /// A protection domain: the core-allocated `struct ib_pd` followed by the driver's data.
 ///
@@ -41,33 +41,42 @@ impl<T: Driver> Pd<T> {
     }
 }
 
-/// `alloc_pd` trampoline body.
+/// The `alloc_pd` operation.
 ///
 /// # Safety
 ///
-/// `pd` is a zeroed allocation of `size_ib_pd` bytes whose header the core initialised.
-pub(crate) unsafe fn alloc<T: Driver>(
+/// Called by the core: `pd` is a zeroed allocation of `size_ib_pd` bytes whose header the
+/// core initialised; `udata` is null or valid.
+pub(crate) unsafe extern "C" fn alloc<T: Driver>(
     pd: *mut bindings::ib_pd,
     udata: *mut bindings::ib_udata,
-) -> Result {
+) -> c_int {
     const {
         assert!(core::mem::offset_of!(Pd<T>, ib) == 0);
     }
-    // SAFETY: The core sets `device` first and calls operations while it is alive.
-    let dev = unsafe { Device::<T>::from_raw((*pd).device) };
-    // SAFETY: `udata` is null or valid for the call.
-    let init = T::alloc_pd(dev, unsafe { UData::from_raw(udata) });
-    // SAFETY: `data` is uninitialised memory in the core's allocation, which never
-    // moves; on failure the core frees it without calling `dealloc_pd`.
-    unsafe { pin_init::raw_try_init(&raw mut (*pd.cast::<Pd<T>>()).data, init) }
+    from_result(|| {
+        // SAFETY: The core sets `device` first and calls operations while it is alive.
+        let dev = unsafe { Device::<T>::from_raw((*pd).device) };
+        // SAFETY: `udata` is null or valid for the call.
+        let init = T::alloc_pd(dev, unsafe { UData::from_raw(udata) });
+        // SAFETY: `data` is uninitialised memory in the core's allocation, which never
+        // moves; on failure the core frees it without calling `dealloc_pd`.
+        unsafe { pin_init::raw_try_init(&raw mut (*pd.cast::<Pd<T>>()).data, init) }?;
+        Ok(0)
+    })
 }
 
-/// `dealloc_pd` trampoline body.
+/// The `dealloc_pd` operation; it cannot fail.
 ///
 /// # Safety
 ///
-/// `pd` was initialised by a successful `alloc_pd`; the core frees it next.
-pub(crate) unsafe fn dealloc<T: Driver>(pd: *mut bindings::ib_pd) {
+/// Called by the core: `pd` was initialised by a successful `alloc_pd`; the core frees it
+/// next.
+pub(crate) unsafe extern "C" fn dealloc<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
     // SAFETY: `data` is initialised and not used again.
     unsafe { core::ptr::drop_in_place(&raw mut (*pd.cast::<Pd<T>>()).data) };
+    0
 }

@@ -11,7 +11,7 @@ use super::mmap;
 use super::pd::Pd;
 use super::usecnt::{Dying, UseCounted, UseRef};
 use super::wr::{self, RecvWr};
-use crate::{bindings, prelude::*, types::Opaque};
+use crate::{bindings, error::from_result, prelude::*, types::Opaque};
 
 /// A shared receive queue: the core-allocated `struct ib_srq` followed by the driver's data.
 ///
@@ -165,122 +165,135 @@ impl<T: Driver> SrqInit<'_, T> {
     }
 }
 
-/// `create_srq` trampoline body.
+/// The `create_srq` operation.
 ///
 /// # Safety
 ///
-/// `srq` is a zeroed allocation of `size_ib_srq` bytes whose header the core initialised;
-/// `init` is valid; `udata` is null or valid.
-pub(crate) unsafe fn create<T: Driver>(
+/// Called by the core: `srq` is a zeroed allocation of `size_ib_srq` bytes whose header the core
+/// initialised; `init` is valid; `udata` is null or valid.
+pub(crate) unsafe extern "C" fn create<T: Driver>(
     srq: *mut bindings::ib_srq,
     init: *mut bindings::ib_srq_init_attr,
     udata: *mut bindings::ib_udata,
-) -> Result {
+) -> c_int {
     const {
         assert!(core::mem::offset_of!(Srq<T>, ib) == 0);
     }
-    // SAFETY: The core sets `device` and `pd` first and calls operations while they live.
-    let (dev, pd) = unsafe {
-        (
-            Device::<T>::from_raw((*srq).device),
-            &*(*srq).pd.cast::<Pd<T>>(),
-        )
-    };
-    // SAFETY: `udata` is null or valid for the call.
-    let udata = unsafe { UData::from_raw(udata) };
-    // SAFETY: `init` is valid for the call.
-    let i = unsafe { &*init };
-    let si = SrqInit {
-        attrs: SrqAttrs::from_raw(&i.attr),
-        basic: i.srq_type == bindings::ib_srq_type_IB_SRQT_BASIC,
-        udata,
-        ucontext: udata.and_then(|u| u.ucontext()),
-        init,
-    };
-    let data = T::create_srq(dev, pd, &si)?;
-    // SAFETY: `data` goes to uninitialised memory in the core's allocation, which never
-    // moves; on failure (none from here on) the core would free it without `destroy_srq`.
-    unsafe { (&raw mut (*srq.cast::<Srq<T>>()).data).write(data) };
-    Ok(())
+    from_result(|| {
+        // SAFETY: The core sets `device` and `pd` first and calls operations while they live.
+        let (dev, pd) = unsafe {
+            (
+                Device::<T>::from_raw((*srq).device),
+                &*(*srq).pd.cast::<Pd<T>>(),
+            )
+        };
+        // SAFETY: `udata` is null or valid for the call.
+        let udata = unsafe { UData::from_raw(udata) };
+        // SAFETY: `init` is valid for the call.
+        let i = unsafe { &*init };
+        let si = SrqInit {
+            attrs: SrqAttrs::from_raw(&i.attr),
+            basic: i.srq_type == bindings::ib_srq_type_IB_SRQT_BASIC,
+            udata,
+            ucontext: udata.and_then(|u| u.ucontext()),
+            init,
+        };
+        let data = T::create_srq(dev, pd, &si)?;
+        // SAFETY: `data` goes to uninitialised memory in the core's allocation, which never
+        // moves; on failure (none from here on) the core would free it without `destroy_srq`.
+        unsafe { (&raw mut (*srq.cast::<Srq<T>>()).data).write(data) };
+        Ok(0)
+    })
 }
 
-/// `modify_srq` trampoline body.
+/// The `modify_srq` operation.
 ///
 /// # Safety
 ///
-/// `srq` was initialised by `create_srq`; `attr` is valid; `udata` is null or valid.
-pub(crate) unsafe fn modify<T: Driver>(
+/// Called by the core: `srq` was initialised by `create_srq`; `attr` is valid; `udata` is null or
+/// valid.
+pub(crate) unsafe extern "C" fn modify<T: Driver>(
     srq: *mut bindings::ib_srq,
     attr: *mut bindings::ib_srq_attr,
     mask: bindings::ib_srq_attr_mask,
     udata: *mut bindings::ib_udata,
-) -> Result {
-    // SAFETY: Per the function's contract.
-    let (srq, attrs, ud) = unsafe {
-        (
-            &*srq.cast::<Srq<T>>(),
-            SrqAttrs::from_raw(&*attr),
-            UData::from_raw(udata),
-        )
-    };
-    let ret = T::modify_srq(srq, &attrs, SrqAttrMask(mask), ud);
-    // SAFETY: `udata` is null or valid, in process context (a verb).
-    unsafe { mmap::sweep_after::<T>(udata) };
-    ret
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's contract.
+        let (srq, attrs, ud) = unsafe {
+            (
+                &*srq.cast::<Srq<T>>(),
+                SrqAttrs::from_raw(&*attr),
+                UData::from_raw(udata),
+            )
+        };
+        let ret = T::modify_srq(srq, &attrs, SrqAttrMask(mask), ud);
+        // SAFETY: `udata` is null or valid, in process context (a verb).
+        unsafe { mmap::sweep_after::<T>(udata) };
+        ret?;
+        Ok(0)
+    })
 }
 
-/// `query_srq` trampoline body.
+/// The `query_srq` operation.
 ///
 /// # Safety
 ///
-/// `srq` was initialised by `create_srq`; `attr` is valid for writes.
-pub(crate) unsafe fn query<T: Driver>(
+/// Called by the core: `srq` was initialised by `create_srq`; `attr` is valid for writes.
+pub(crate) unsafe extern "C" fn query<T: Driver>(
     srq: *mut bindings::ib_srq,
     attr: *mut bindings::ib_srq_attr,
-) -> Result {
-    // SAFETY: Per the function's contract.
-    let srq = unsafe { &*srq.cast::<Srq<T>>() };
-    let a = T::query_srq(srq)?;
-    // SAFETY: Per the function's contract.
-    a.write(unsafe { &mut *attr });
-    Ok(())
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's contract.
+        let srq = unsafe { &*srq.cast::<Srq<T>>() };
+        let a = T::query_srq(srq)?;
+        // SAFETY: Per the function's contract.
+        a.write(unsafe { &mut *attr });
+        Ok(0)
+    })
 }
 
-/// `destroy_srq` trampoline body.
+/// The `destroy_srq` operation.
 ///
 /// # Safety
 ///
-/// `srq` was initialised by a successful `create_srq`; `udata` is null or valid, in process
-/// context.
-pub(crate) unsafe fn destroy<T: Driver>(
+/// Called by the core: `srq` was initialised by a successful `create_srq`; `udata` is null or
+/// valid, in process context.
+pub(crate) unsafe extern "C" fn destroy<T: Driver>(
     srq: *mut bindings::ib_srq,
     udata: *mut bindings::ib_udata,
-) -> Result {
-    let this = srq.cast::<Srq<T>>();
-    // SAFETY: The SRQ is initialised (type invariant of `Srq`); the core checked its use
-    // count before calling `destroy_srq` (`verbs.c:1143`) and frees it when it succeeds.
-    T::destroy_srq(&unsafe { Dying::new(&*this) })?;
-    // SAFETY: Destroy succeeded: the core frees the SRQ next and calls no other operation
-    // on it.
-    unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
-    // SAFETY: Per the function's contract.
-    unsafe { mmap::sweep_after::<T>(udata) };
-    Ok(())
+) -> c_int {
+    from_result(|| {
+        let this = srq.cast::<Srq<T>>();
+        // SAFETY: The SRQ is initialised (type invariant of `Srq`); the core checked its use
+        // count before calling `destroy_srq` (`verbs.c:1143`) and frees it when it succeeds.
+        T::destroy_srq(&unsafe { Dying::new(&*this) })?;
+        // SAFETY: Destroy succeeded: the core frees the SRQ next and calls no other operation
+        // on it.
+        unsafe { core::ptr::drop_in_place(&raw mut (*this).data) };
+        // SAFETY: Per the function's contract.
+        unsafe { mmap::sweep_after::<T>(udata) };
+        Ok(0)
+    })
 }
 
-/// `post_srq_recv` trampoline body.
+/// The `post_srq_recv` operation.
 ///
 /// # Safety
 ///
-/// `srq` was initialised by `create_srq`; `wr` is a valid chain; `bad_wr` is valid for
-/// writes.
-pub(crate) unsafe fn post_recv<T: Driver>(
+/// Called by the core: `srq` was initialised by `create_srq`; `wr` is a valid chain; `bad_wr` is
+/// valid for writes.
+pub(crate) unsafe extern "C" fn post_recv<T: Driver>(
     srq: *mut bindings::ib_srq,
     wr: *const bindings::ib_recv_wr,
     bad_wr: *mut *const bindings::ib_recv_wr,
-) -> Result {
-    // SAFETY: The SRQ is initialised.
-    let srq = unsafe { &*srq.cast::<Srq<T>>() };
-    // SAFETY: Per the function's contract.
-    unsafe { wr::post_recv_chain(wr, bad_wr, |w: &RecvWr<'_>| T::post_srq_recv_wr(srq, w)) }
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The SRQ is initialised.
+        let srq = unsafe { &*srq.cast::<Srq<T>>() };
+        // SAFETY: Per the function's contract.
+        unsafe { wr::post_recv_chain(wr, bad_wr, |w: &RecvWr<'_>| T::post_srq_recv_wr(srq, w)) }?;
+        Ok(0)
+    })
 }

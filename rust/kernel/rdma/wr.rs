@@ -23,7 +23,7 @@ use super::{
     mr::{AccessFlags, Mr, RegWr},
     qp::{Qp, QpType},
 };
-use crate::{bindings, prelude::*};
+use crate::{bindings, error::from_result, prelude::*};
 use core::ptr::NonNull;
 
 /// A scatter/gather element (`struct ib_sge`).
@@ -431,12 +431,38 @@ unsafe fn send_op<'a, T: Driver>(wr: *const bindings::ib_send_wr) -> Result<Send
     }
 }
 
-/// `post_send` trampoline body for a kernel consumer's chain.
+/// The `post_send` operation: a user QP's doorbell (`wr` null), or a kernel consumer's chain
+/// of work requests.
+///
+/// # Safety
+///
+/// Called by the core: `ibqp` was initialised by `create_qp`; `wr` is null (a user doorbell)
+/// or a valid chain of work requests, `bad_wr` valid for writes.
+pub(crate) unsafe extern "C" fn post_send<T: Driver>(
+    ibqp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_send_wr,
+    bad_wr: *mut *const bindings::ib_send_wr,
+) -> c_int {
+    // SAFETY: The QP is initialised.
+    let qp = unsafe { &*ibqp.cast::<Qp<T>>() };
+    from_result(|| {
+        if wr.is_null() {
+            T::send_doorbell(qp)?;
+        } else {
+            // SAFETY: Per the function's contract.
+            unsafe { send_chain::<T>(qp, wr, bad_wr) }?;
+        }
+        Ok(0)
+    })
+}
+
+/// Hands each send work request of a kernel consumer's chain `wr` to the driver, then rings
+/// the doorbell; on the first refusal points `bad_wr` at the request refused.
 ///
 /// # Safety
 ///
 /// `qp` is a live QP of driver `T`; `wr` is a valid chain; `bad_wr` is valid for writes.
-pub(crate) unsafe fn post_send<T: Driver>(
+unsafe fn send_chain<T: Driver>(
     qp: &Qp<T>,
     mut wr: *const bindings::ib_send_wr,
     bad_wr: *mut *const bindings::ib_send_wr,
@@ -491,18 +517,21 @@ pub(crate) unsafe fn post_send<T: Driver>(
     T::send_doorbell(qp)
 }
 
-/// `post_recv` trampoline body.
+/// The `post_recv` operation.
 ///
 /// # Safety
 ///
-/// `qp` is a live QP of driver `T`; `wr` is a valid chain; `bad_wr` is valid for writes.
-pub(crate) unsafe fn post_recv<T: Driver>(
-    qp: &Qp<T>,
+/// Called by the core: `ibqp` was initialised by `create_qp`; `wr` is a valid chain;
+/// `bad_wr` is valid for writes.
+pub(crate) unsafe extern "C" fn post_recv<T: Driver>(
+    ibqp: *mut bindings::ib_qp,
     wr: *const bindings::ib_recv_wr,
     bad_wr: *mut *const bindings::ib_recv_wr,
-) -> Result {
+) -> c_int {
+    // SAFETY: The QP is initialised.
+    let qp = unsafe { &*ibqp.cast::<Qp<T>>() };
     // SAFETY: Per the function's contract.
-    unsafe { post_recv_chain(wr, bad_wr, |w| T::post_recv_wr(qp, w)) }
+    from_result(|| unsafe { post_recv_chain(wr, bad_wr, |w| T::post_recv_wr(qp, w)) }.map(|()| 0))
 }
 
 /// Hands each receive work request of the chain `wr` to `post`, in order; on the first
@@ -539,12 +568,19 @@ pub(crate) unsafe fn post_recv_chain(
     Ok(())
 }
 
-/// `poll_cq` trampoline body: returns the number of completions written.
+/// The `poll_cq` operation: returns the number of completions written.
 ///
 /// # Safety
 ///
-/// `cq` is a live CQ of driver `T`; `wc` is valid for writes of `n` entries.
-pub(crate) unsafe fn poll_cq<T: Driver>(cq: &Cq<T>, n: c_int, wc: *mut bindings::ib_wc) -> c_int {
+/// Called by the core: `cq` was initialised by `create_cq`; `wc` is valid for writes of `n`
+/// entries.
+pub(crate) unsafe extern "C" fn poll_cq<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    n: c_int,
+    wc: *mut bindings::ib_wc,
+) -> c_int {
+    // SAFETY: The CQ is initialised.
+    let cq = unsafe { &*cq.cast::<Cq<T>>() };
     let mut done: c_int = 0;
     while done < n {
         let Some(c) = T::poll_cq(cq) else {

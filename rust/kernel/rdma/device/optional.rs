@@ -1,17 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The trampolines of the optional operations of [`DeviceVTable`] (those a [`Driver`] may
-//! leave out: device and port changes, address handle queries, multicast, memory windows,
-//! shared receive queues, re-registration, management datagrams), and the `parent` sysfs
-//! attribute ([`Driver::SHOW_PARENT`]).
+//! The trampolines of the optional device operations of [`DeviceVTable`] (device and port
+//! changes, management datagrams; the optional operations on objects are next to their
+//! object), and the `parent` sysfs attribute ([`Driver::SHOW_PARENT`]).
 
 use super::{vtable::DeviceVTable, Device, DeviceModify, Driver, PortModify, MGMT_MAD_SIZE};
-use crate::{
-    bindings,
-    error::from_result,
-    prelude::*,
-    rdma::{ah, mr, mw, qp, srq},
-};
+use crate::{bindings, error::from_result, prelude::*};
 use core::ptr;
 
 /// A management datagram (`struct ib_mad`) as on the wire: the 24-byte common header and
@@ -83,152 +77,6 @@ impl<T: Driver> DeviceVTable<T> {
             T::modify_port(dev, port, &change)?;
             Ok(0)
         })
-    }
-
-    /// # Safety
-    ///
-    /// See [`ah::query`].
-    pub(super) unsafe extern "C" fn query_ah_callback(
-        ah: *mut bindings::ib_ah,
-        attr: *mut bindings::rdma_ah_attr,
-    ) -> c_int {
-        // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { ah::query::<T>(ah, attr) }.map(|()| 0))
-    }
-
-    /// # Safety
-    ///
-    /// See [`ah::modify`].
-    pub(super) unsafe extern "C" fn modify_ah_callback(
-        ah: *mut bindings::ib_ah,
-        attr: *mut bindings::rdma_ah_attr,
-    ) -> c_int {
-        // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { ah::modify::<T>(ah, attr) }.map(|()| 0))
-    }
-
-    /// # Safety
-    ///
-    /// See [`qp::mcast`].
-    pub(super) unsafe extern "C" fn attach_mcast_callback(
-        qp: *mut bindings::ib_qp,
-        gid: *mut bindings::ib_gid,
-        _lid: u16,
-    ) -> c_int {
-        // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { qp::mcast::<T>(qp, gid, true) }.map(|()| 0))
-    }
-
-    /// # Safety
-    ///
-    /// See [`qp::mcast`].
-    pub(super) unsafe extern "C" fn detach_mcast_callback(
-        qp: *mut bindings::ib_qp,
-        gid: *mut bindings::ib_gid,
-        _lid: u16,
-    ) -> c_int {
-        // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { qp::mcast::<T>(qp, gid, false) }.map(|()| 0))
-    }
-
-    /// # Safety
-    ///
-    /// See [`mw::alloc`].
-    pub(super) unsafe extern "C" fn alloc_mw_callback(
-        mw: *mut bindings::ib_mw,
-        udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { mw::alloc::<T>(mw, udata) }.map(|()| 0))
-    }
-
-    /// # Safety
-    ///
-    /// See [`mw::dealloc`].
-    pub(super) unsafe extern "C" fn dealloc_mw_callback(mw: *mut bindings::ib_mw) -> c_int {
-        // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { mw::dealloc::<T>(mw) }.map(|()| 0))
-    }
-
-    /// # Safety
-    ///
-    /// See [`srq::create`].
-    pub(super) unsafe extern "C" fn create_srq_callback(
-        srq: *mut bindings::ib_srq,
-        init: *mut bindings::ib_srq_init_attr,
-        udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { srq::create::<T>(srq, init, udata) }.map(|()| 0))
-    }
-
-    /// # Safety
-    ///
-    /// See [`srq::modify`].
-    pub(super) unsafe extern "C" fn modify_srq_callback(
-        srq: *mut bindings::ib_srq,
-        attr: *mut bindings::ib_srq_attr,
-        mask: bindings::ib_srq_attr_mask,
-        udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { srq::modify::<T>(srq, attr, mask, udata) }.map(|()| 0))
-    }
-
-    /// # Safety
-    ///
-    /// See [`srq::query`].
-    pub(super) unsafe extern "C" fn query_srq_callback(
-        srq: *mut bindings::ib_srq,
-        attr: *mut bindings::ib_srq_attr,
-    ) -> c_int {
-        // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { srq::query::<T>(srq, attr) }.map(|()| 0))
-    }
-
-    /// # Safety
-    ///
-    /// See [`srq::destroy`].
-    pub(super) unsafe extern "C" fn destroy_srq_callback(
-        srq: *mut bindings::ib_srq,
-        udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { srq::destroy::<T>(srq, udata) }.map(|()| 0))
-    }
-
-    /// # Safety
-    ///
-    /// See [`srq::post_recv`].
-    pub(super) unsafe extern "C" fn post_srq_recv_callback(
-        srq: *mut bindings::ib_srq,
-        wr: *const bindings::ib_recv_wr,
-        bad_wr: *mut *const bindings::ib_recv_wr,
-    ) -> c_int {
-        // SAFETY: Forwarded from the core with the same contract.
-        from_result(|| unsafe { srq::post_recv::<T>(srq, wr, bad_wr) }.map(|()| 0))
-    }
-
-    /// # Safety
-    ///
-    /// See [`mr::rereg_user`].
-    pub(super) unsafe extern "C" fn rereg_user_mr_callback(
-        mr: *mut bindings::ib_mr,
-        flags: c_int,
-        start: u64,
-        length: u64,
-        iova: u64,
-        access: c_int,
-        pd: *mut bindings::ib_pd,
-        _udata: *mut bindings::ib_udata,
-    ) -> *mut bindings::ib_mr {
-        // SAFETY: Forwarded from the core (`ib_uverbs_rereg_mr`): a user region of this
-        // driver, and its new PD when `IB_MR_REREG_PD` is set.
-        match unsafe { mr::rereg_user::<T>(mr, flags, start, length, iova, access, pd) } {
-            // In place: the core keeps the `ib_mr` (and its keys).
-            Ok(()) => core::ptr::null_mut(),
-            Err(e) => e.to_ptr(),
-        }
     }
 
     /// # Safety

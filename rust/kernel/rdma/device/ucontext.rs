@@ -10,7 +10,7 @@
 
 use super::super::mmap::MmapTable;
 use super::{Device, Driver};
-use crate::{bindings, prelude::*, types::Opaque};
+use crate::{bindings, error::from_result, prelude::*, types::Opaque};
 use core::marker::PhantomData;
 
 /// Driver-specific data passed with a verb (`struct ib_udata`) on a device of driver `T`.
@@ -138,45 +138,49 @@ impl<T: Driver> UContext<T> {
     }
 }
 
-/// `alloc_ucontext` trampoline body.
+/// The `alloc_ucontext` operation.
 ///
 /// # Safety
 ///
-/// `uctx` is a zeroed allocation of `size_ib_ucontext` bytes whose `struct ib_ucontext`
-/// header the core initialised, for a registered `Device<T>`.
-pub(super) unsafe fn alloc<T: Driver>(
+/// Called by the core: `uctx` is a zeroed allocation of `size_ib_ucontext` bytes whose `struct
+/// ib_ucontext` header the core initialised, for a registered `Device<T>`.
+pub(super) unsafe extern "C" fn alloc<T: Driver>(
     uctx: *mut bindings::ib_ucontext,
     udata: *mut bindings::ib_udata,
-) -> Result {
+) -> c_int {
     const {
         assert!(core::mem::offset_of!(UContext<T>, ib) == 0);
     }
-    // SAFETY: The core sets `device` before calling `alloc_ucontext`, and calls
-    // operations only while the device data is alive.
-    let dev = unsafe { Device::<T>::from_raw((*uctx).device) };
-    let ctx = uctx.cast::<UContext<T>>();
-    // SAFETY: `mmaps` is uninitialised memory in the core's allocation, which never moves;
-    // the initialiser cannot fail.
-    unsafe { pin_init::raw_try_init(&raw mut (*ctx).mmaps, MmapTable::new()) }?;
-    // SAFETY: `udata` is null or valid for the call, an operation of a `Device<T>`.
-    let init = T::alloc_ucontext(dev, unsafe { UData::from_raw(udata) });
-    // SAFETY: `data` is uninitialised memory in the core's allocation, which never moves.
-    let ret = unsafe { pin_init::raw_try_init(&raw mut (*ctx).data, init) };
-    if ret.is_err() {
-        // SAFETY: `mmaps` was initialised above and is empty (no verb ran on the context);
-        // the core frees the allocation without calling `dealloc_ucontext`
-        // (`uverbs_cmd.c` 247-250, `ib_alloc_ucontext()`).
-        unsafe { core::ptr::drop_in_place(&raw mut (*ctx).mmaps) };
-    }
-    ret
+    from_result(|| {
+        // SAFETY: The core sets `device` before calling `alloc_ucontext`, and calls
+        // operations only while the device data is alive.
+        let dev = unsafe { Device::<T>::from_raw((*uctx).device) };
+        let ctx = uctx.cast::<UContext<T>>();
+        // SAFETY: `mmaps` is uninitialised memory in the core's allocation, which never moves;
+        // the initialiser cannot fail.
+        unsafe { pin_init::raw_try_init(&raw mut (*ctx).mmaps, MmapTable::new()) }?;
+        // SAFETY: `udata` is null or valid for the call, an operation of a `Device<T>`.
+        let init = T::alloc_ucontext(dev, unsafe { UData::from_raw(udata) });
+        // SAFETY: `data` is uninitialised memory in the core's allocation, which never moves.
+        let ret = unsafe { pin_init::raw_try_init(&raw mut (*ctx).data, init) };
+        if ret.is_err() {
+            // SAFETY: `mmaps` was initialised above and is empty (no verb ran on the context);
+            // the core frees the allocation without calling `dealloc_ucontext`
+            // (`uverbs_cmd.c` 247-250, `ib_alloc_ucontext()`).
+            unsafe { core::ptr::drop_in_place(&raw mut (*ctx).mmaps) };
+        }
+        ret?;
+        Ok(0)
+    })
 }
 
-/// `dealloc_ucontext` trampoline body.
+/// The `dealloc_ucontext` operation.
 ///
 /// # Safety
 ///
-/// `uctx` was initialised by a successful `alloc_ucontext`; the core frees it next.
-pub(super) unsafe fn dealloc<T: Driver>(uctx: *mut bindings::ib_ucontext) {
+/// Called by the core: `uctx` was initialised by a successful `alloc_ucontext`; the core frees it
+/// next.
+pub(super) unsafe extern "C" fn dealloc<T: Driver>(uctx: *mut bindings::ib_ucontext) {
     let ctx = uctx.cast::<UContext<T>>();
     // SAFETY: The context is alive for the call (successful `alloc_ucontext`, not freed yet).
     // Every object of the context was destroyed before (`rdma_core.c`
@@ -191,13 +195,13 @@ pub(super) unsafe fn dealloc<T: Driver>(uctx: *mut bindings::ib_ucontext) {
     }
 }
 
-/// `disassociate_ucontext` trampoline body.
+/// The `disassociate_ucontext` operation.
 ///
 /// # Safety
 ///
-/// `uctx` is a context of a `Device<T>` initialised by a successful `alloc_ucontext` and not
-/// deallocated yet (the core disassociates before it deallocates).
-pub(super) unsafe fn disassociate<T: Driver>(uctx: *mut bindings::ib_ucontext) {
+/// Called by the core: `uctx` is a context of a `Device<T>` initialised by a successful
+/// `alloc_ucontext` and not deallocated yet (the core disassociates before it deallocates).
+pub(super) unsafe extern "C" fn disassociate<T: Driver>(uctx: *mut bindings::ib_ucontext) {
     // SAFETY: By the function's safety requirements, the context and its data are alive for
     // the call; the core never moves it.
     let ctx = unsafe { &*uctx.cast::<UContext<T>>() };

@@ -13,7 +13,7 @@ use super::{
     mmap,
     pd::Pd,
 };
-use crate::{bindings, prelude::*, sync::Arc, types::Opaque};
+use crate::{bindings, error::from_result, prelude::*, sync::Arc, types::Opaque};
 pub use attrs::{AhAttr, GidType, QpAttrs};
 
 /// Transport service of a queue pair (`enum ib_qp_type`).
@@ -324,164 +324,184 @@ impl<T: Driver> QpInit<'_, T> {
     }
 }
 
-/// `create_qp` trampoline body.
+/// The `create_qp` operation.
 ///
 /// # Safety
 ///
-/// `qp` is a zeroed allocation of `size_ib_qp` bytes whose header the core initialised;
-/// `init` is valid; `udata` is null or valid.
-pub(crate) unsafe fn create<T: Driver>(
+/// Called by the core: `qp` is a zeroed allocation of `size_ib_qp` bytes whose header the core
+/// initialised; `init` is valid; `udata` is null or valid.
+pub(crate) unsafe extern "C" fn create<T: Driver>(
     qp: *mut bindings::ib_qp,
     init: *mut bindings::ib_qp_init_attr,
     udata: *mut bindings::ib_udata,
-) -> Result {
+) -> c_int {
     const {
         assert!(core::mem::offset_of!(Qp<T>, ib) == 0);
     }
-    // SAFETY: The core sets `device` and `pd` first and calls operations while they live.
-    let (dev, pd) = unsafe {
-        (
-            Device::<T>::from_raw((*qp).device),
-            &*(*qp).pd.cast::<Pd<T>>(),
-        )
-    };
-    // SAFETY: `udata` is null or valid for the call.
-    let udata = unsafe { UData::from_raw(udata) };
-    // SAFETY: `init` is valid for the call.
-    let i = unsafe { &*init };
-    let events = QpEvents::new(qp)?;
-    // SAFETY: `events` is uninitialised memory in the core's allocation, which never moves;
-    // written before anything reads it (`QpInit::events`).
-    unsafe { (&raw mut (*qp.cast::<Qp<T>>()).events).write(events) };
-    let qi = QpInit {
-        qp_type: QpType::from_raw(i.qp_type),
-        caps: QpCaps::from_raw(&i.cap),
-        sq_sig_all: i.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
-        create_flags: i.create_flags,
-        has_srq: !i.srq.is_null(),
-        port_num: i.port_num,
-        udata,
-        ucontext: udata.and_then(|u| u.ucontext()),
-        qp,
-        init,
-    };
-    let created = T::create_qp(dev, pd, &qi).and_then(|data| {
-        // SAFETY: `data` is uninitialised memory in the core's allocation, which never moves;
-        // on failure the core frees it without calling `destroy_qp`.
-        unsafe { pin_init::raw_try_init(&raw mut (*qp.cast::<Qp<T>>()).data, data) }
-    });
-    if created.is_err() {
-        // SAFETY: `events` was initialised above and is only dropped here or by `destroy_qp`,
-        // which the core does not call for a QP it failed to create.
-        let events = unsafe { &raw mut (*qp.cast::<Qp<T>>()).events };
-        // INVARIANT: The core frees the QP when we return, but the driver may have kept a
-        // clone (`QpInit::events`) past its failure: forget the QP first, as destroy does.
-        // SAFETY: As above.
-        unsafe { (*events).clear() };
-        // SAFETY: As above; nothing reads the field after this.
-        unsafe { core::ptr::drop_in_place(events) };
-    }
-    created
+    from_result(|| {
+        // SAFETY: The core sets `device` and `pd` first and calls operations while they live.
+        let (dev, pd) = unsafe {
+            (
+                Device::<T>::from_raw((*qp).device),
+                &*(*qp).pd.cast::<Pd<T>>(),
+            )
+        };
+        // SAFETY: `udata` is null or valid for the call.
+        let udata = unsafe { UData::from_raw(udata) };
+        // SAFETY: `init` is valid for the call.
+        let i = unsafe { &*init };
+        let events = QpEvents::new(qp)?;
+        // SAFETY: `events` is uninitialised memory in the core's allocation, which never moves;
+        // written before anything reads it (`QpInit::events`).
+        unsafe { (&raw mut (*qp.cast::<Qp<T>>()).events).write(events) };
+        let qi = QpInit {
+            qp_type: QpType::from_raw(i.qp_type),
+            caps: QpCaps::from_raw(&i.cap),
+            sq_sig_all: i.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+            create_flags: i.create_flags,
+            has_srq: !i.srq.is_null(),
+            port_num: i.port_num,
+            udata,
+            ucontext: udata.and_then(|u| u.ucontext()),
+            qp,
+            init,
+        };
+        let created = T::create_qp(dev, pd, &qi).and_then(|data| {
+            // SAFETY: `data` is uninitialised memory in the core's allocation, which never moves;
+            // on failure the core frees it without calling `destroy_qp`.
+            unsafe { pin_init::raw_try_init(&raw mut (*qp.cast::<Qp<T>>()).data, data) }
+        });
+        if created.is_err() {
+            // SAFETY: `events` was initialised above and is only dropped here or by `destroy_qp`,
+            // which the core does not call for a QP it failed to create.
+            let events = unsafe { &raw mut (*qp.cast::<Qp<T>>()).events };
+            // INVARIANT: The core frees the QP when we return, but the driver may have kept a
+            // clone (`QpInit::events`) past its failure: forget the QP first, as destroy does.
+            // SAFETY: As above.
+            unsafe { (*events).clear() };
+            // SAFETY: As above; nothing reads the field after this.
+            unsafe { core::ptr::drop_in_place(events) };
+        }
+        created?;
+        Ok(0)
+    })
 }
 
-/// `modify_qp` trampoline body.
+/// The `modify_qp` operation.
 ///
 /// # Safety
 ///
-/// `qp` was initialised by `create_qp`; `attr` is valid.
-pub(crate) unsafe fn modify<T: Driver>(
+/// Called by the core: `qp` was initialised by `create_qp`; `attr` is valid.
+pub(crate) unsafe extern "C" fn modify<T: Driver>(
     qp: *mut bindings::ib_qp,
     attr: *mut bindings::ib_qp_attr,
     mask: c_int,
     udata: *mut bindings::ib_udata,
-) -> Result {
-    let mask = u32::from_ne_bytes(mask.to_ne_bytes());
-    // SAFETY: Per the function's contract; the core holds the GID attribute reference.
-    let (qp, attrs, udata) = unsafe {
-        (
-            &*qp.cast::<Qp<T>>(),
-            QpAttrs::from_raw(&*attr, mask),
-            UData::from_raw(udata),
-        )
-    };
-    T::modify_qp(qp, &attrs, udata)
+) -> c_int {
+    from_result(|| {
+        let mask = u32::from_ne_bytes(mask.to_ne_bytes());
+        // SAFETY: Per the function's contract; the core holds the GID attribute reference.
+        let (qp, attrs, udata) = unsafe {
+            (
+                &*qp.cast::<Qp<T>>(),
+                QpAttrs::from_raw(&*attr, mask),
+                UData::from_raw(udata),
+            )
+        };
+        T::modify_qp(qp, &attrs, udata)?;
+        Ok(0)
+    })
 }
 
-/// `query_qp` trampoline body.
+/// The `query_qp` operation.
 ///
 /// # Safety
 ///
-/// `qp` was initialised by `create_qp`; `attr` and `init` are valid for writes.
-pub(crate) unsafe fn query<T: Driver>(
+/// Called by the core: `qp` was initialised by `create_qp`; `attr` and `init` are valid for writes.
+pub(crate) unsafe extern "C" fn query<T: Driver>(
     qp: *mut bindings::ib_qp,
     attr: *mut bindings::ib_qp_attr,
+    _mask: c_int,
     init: *mut bindings::ib_qp_init_attr,
-) -> Result {
-    // SAFETY: Per the function's contract.
-    let qp = unsafe { &*qp.cast::<Qp<T>>() };
-    let QpQuery {
-        attrs: a,
-        caps,
-        sq_sig_all,
-    } = T::query_qp(qp)?;
-    // SAFETY: `attr` and `init` are valid for writes; zeroing them first leaves no stale
-    // kernel data for the core to copy to userspace.
-    unsafe {
-        attr.write(pin_init::zeroed());
-        a.write(&mut *attr);
-        (*init).cap = pin_init::zeroed();
-        caps.write(&mut (*init).cap);
-        (*init).sq_sig_type = if sq_sig_all {
-            bindings::ib_sig_type_IB_SIGNAL_ALL_WR
-        } else {
-            bindings::ib_sig_type_IB_SIGNAL_REQ_WR
-        };
-    }
-    Ok(())
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's contract.
+        let qp = unsafe { &*qp.cast::<Qp<T>>() };
+        let QpQuery {
+            attrs: a,
+            caps,
+            sq_sig_all,
+        } = T::query_qp(qp)?;
+        // SAFETY: `attr` and `init` are valid for writes; zeroing them first leaves no stale
+        // kernel data for the core to copy to userspace.
+        unsafe {
+            attr.write(pin_init::zeroed());
+            a.write(&mut *attr);
+            (*init).cap = pin_init::zeroed();
+            caps.write(&mut (*init).cap);
+            (*init).sq_sig_type = if sq_sig_all {
+                bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+            } else {
+                bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+            };
+        }
+        Ok(0)
+    })
 }
 
-/// `destroy_qp` trampoline body.
+/// The `destroy_qp` operation.
 ///
 /// # Safety
 ///
-/// `qp` was initialised by `create_qp`; on success the core frees it next. `udata` is null or
-/// valid, in process context.
-pub(crate) unsafe fn destroy<T: Driver>(
+/// Called by the core: `qp` was initialised by `create_qp`; on success the core frees it next.
+/// `udata` is null or valid, in process context.
+pub(crate) unsafe extern "C" fn destroy<T: Driver>(
     qp: *mut bindings::ib_qp,
     udata: *mut bindings::ib_udata,
-) -> Result {
-    let this = qp.cast::<Qp<T>>();
-    // SAFETY: The QP is initialised. INVARIANT: its events name it no longer.
-    unsafe { (*this).events.clear() };
-    // SAFETY: The QP is initialised.
-    T::destroy_qp(unsafe { &*this })?;
-    // SAFETY: Destroy succeeded: no other operation runs on the QP and the core frees it.
-    unsafe {
-        core::ptr::drop_in_place(&raw mut (*this).data);
-        core::ptr::drop_in_place(&raw mut (*this).events);
-    }
-    // SAFETY: Per the function's contract.
-    unsafe { mmap::sweep_after::<T>(udata) };
-    Ok(())
+) -> c_int {
+    from_result(|| {
+        let this = qp.cast::<Qp<T>>();
+        // SAFETY: The QP is initialised. INVARIANT: its events name it no longer.
+        unsafe { (*this).events.clear() };
+        // SAFETY: The QP is initialised.
+        T::destroy_qp(unsafe { &*this })?;
+        // SAFETY: Destroy succeeded: no other operation runs on the QP and the core frees it.
+        unsafe {
+            core::ptr::drop_in_place(&raw mut (*this).data);
+            core::ptr::drop_in_place(&raw mut (*this).events);
+        }
+        // SAFETY: Per the function's contract.
+        unsafe { mmap::sweep_after::<T>(udata) };
+        Ok(0)
+    })
 }
 
-/// `attach_mcast` and `detach_mcast` trampoline body.
+/// The `attach_mcast` operation.
 ///
 /// # Safety
 ///
-/// `qp` was initialised by `create_qp`; `gid` is valid.
-pub(crate) unsafe fn mcast<T: Driver>(
+/// Called by the core: `qp` was initialised by `create_qp`; `gid` is valid.
+pub(crate) unsafe extern "C" fn attach_mcast<T: Driver>(
     qp: *mut bindings::ib_qp,
     gid: *mut bindings::ib_gid,
-    attach: bool,
-) -> Result {
-    // SAFETY: `gid` is valid; `ib_gid` is a union of plain byte arrays.
-    let gid = unsafe { (*gid).raw };
-    // SAFETY: The QP is initialised.
-    let qp = unsafe { &*qp.cast::<Qp<T>>() };
-    if attach {
-        T::attach_mcast(qp, &gid)
-    } else {
-        T::detach_mcast(qp, &gid)
-    }
+    _lid: u16,
+) -> c_int {
+    // SAFETY: `gid` is valid; `ib_gid` is a union of plain byte arrays. The QP is initialised.
+    let (gid, qp) = unsafe { ((*gid).raw, &*qp.cast::<Qp<T>>()) };
+    from_result(|| T::attach_mcast(qp, &gid).map(|()| 0))
+}
+
+/// The `detach_mcast` operation.
+///
+/// # Safety
+///
+/// Called by the core: `qp` was initialised by `create_qp`; `gid` is valid.
+pub(crate) unsafe extern "C" fn detach_mcast<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    _lid: u16,
+) -> c_int {
+    // SAFETY: `gid` is valid; `ib_gid` is a union of plain byte arrays. The QP is initialised.
+    let (gid, qp) = unsafe { ((*gid).raw, &*qp.cast::<Qp<T>>()) };
+    from_result(|| T::detach_mcast(qp, &gid).map(|()| 0))
 }

@@ -268,7 +268,11 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             qps_by_num <- XArray::new(AllocKind::Alloc),
             mrs_used: Counter::new(params::MAX_MR)?,
             mws_used: Counter::new(params::MAX_MW)?,
-            mcast <- BhSpinLock::new(McastGroups::new(), c"rrxe_mcast", kernel::static_lock_class!()),
+            mcast <- BhSpinLock::new(
+                McastGroups::new(),
+                c"rrxe_mcast",
+                kernel::static_lock_class!()
+            ),
             next_pd: Atomic::new(1),
             shared: Arc::pin_init(DevShared::new(ndev, dev_stats, resume_qp)?, GFP_KERNEL)?,
             port_user <- new_mutex!(Some(port_user)),
