@@ -7,7 +7,8 @@
 #      ($CACHE/series-linux-7.3.4, tagged `pristine`, made once), reset to it;
 #   3. git am of the series onto it;
 #   4. a CLIPPY=1 build of that tree (test configuration, O=$CACHE/build-7.3.4-series),
-#      with no warning from the rrxe files, and `make rustdoc` with none either;
+#      with no warning from the rrxe files, the kernel crate type-checked at each
+#      kernel::rdma patch (each builds on its own), and `make rustdoc` with no warning;
 #   5. the demo (two guests, ibv_rc_pingpong over rrxe) on the kernel and module built from
 #      the applied series.
 # A first run builds a whole kernel (about 15 minutes on 2 cores); later ones are incremental.
@@ -56,6 +57,28 @@ if grep -E '(rust/kernel/rdma/|rust/helpers/rdma\.c|drivers/infiniband/sw/rrxe/)
 	rrxe_die "the series' build warns (see $KOUT/.rrxe-full-build.log)"
 fi
 rrxe_log "the applied series builds with CLIPPY=1, no warnings from rrxe's files"
+
+# Each kernel::rdma patch on its own: the kernel crate of the tree at that commit type-checks
+# (the build's own rustc/clippy command, metadata only, into a scratch directory; bindings and
+# helpers are the same at every such commit).
+cmd=$(sed -n 's/^savedcmd_rust\/kernel\.o := //p' "$KOUT/rust/.kernel.o.cmd")
+[ -n "$cmd" ] || rrxe_die "no command for rust/kernel.o in $KOUT"
+scratch=$(mktemp -d)
+cmd=$(printf '%s' "$cmd" | sed -E "s#--emit=[^ ]+##g; s#--crate-type rlib#--emit=metadata=$scratch/libkernel.rmeta --crate-type rlib#")
+final=$(git -C "$ST" rev-parse HEAD)
+for c in $(git -C "$ST" rev-list --reverse pristine..HEAD); do
+	subj=$(git -C "$ST" log -1 --format=%s "$c")
+	case $subj in "rust: rdma:"*) ;; *) continue ;; esac
+	git -C "$ST" checkout -q "$c"
+	if (cd "$KOUT" && eval "$cmd") >"$OUT/crate-$c.log" 2>&1; then
+		rrxe_log "kernel crate builds at: $subj"
+	else
+		git -C "$ST" checkout -q "$final"; tail -30 "$OUT/crate-$c.log"; rm -rf "$scratch"
+		rrxe_die "the kernel crate does not build at: $subj"
+	fi
+done
+git -C "$ST" checkout -q "$final"
+rm -rf "$scratch"
 make -s "${MK[@]}" -j"$JOBS" rustdoc >"$OUT/rustdoc.log" 2>&1 || { tail -30 "$OUT/rustdoc.log"; rrxe_die "make rustdoc failed"; }
 # Only kernel::rdma's warnings are the series' (upstream's own are not ours to judge).
 if grep -E -A4 '^(warning|error)' "$OUT/rustdoc.log" | grep -qE -- '--> .*rust/kernel/rdma/'; then

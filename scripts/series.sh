@@ -6,10 +6,16 @@
 #   1. RDMA/core: the software transport tracepoints                (patches/0006 + rdma_sw)
 #   2. RDMA/core: rdma_user_mmap_vmalloc()                          (patches/0007)
 #   3. rust: bindings: the RDMA, networking, crc32, rdma_sw headers (patches/0001)
-#   4. rust: rdma: kernel::rdma with its helpers and Kconfig        (patches/0002-0004 + rust/)
-#   5. RDMA/rrxe: the driver, its Kconfig and Makefile              (patches/0005 + drivers/)
-#   6. Documentation: infiniband: the rrxe design page              (Documentation/rrxe.rst)
-#   7. MAINTAINERS: the rrxe and kernel::rdma entry
+#   4. rust: rdma: the module, its helpers and Kconfig, and the pieces that know nothing
+#      of RDMA: timers and work embedded in objects, BH locking, process-context proof,
+#      dynamic debug call sites                                     (patches/0002-0004)
+#   5. rust: rdma: RoCEv2 networking: UDP tunnel port, routes, skbs, netdevices
+#   6. rust: rdma: the verbs abstractions
+#   7. RDMA/rrxe: the driver, its Kconfig and Makefile              (patches/0005 + drivers/)
+#   8. Documentation: infiniband: the rrxe design page              (Documentation/rrxe.rst)
+#   9. MAINTAINERS: the rrxe and kernel::rdma entry
+# Patches 4 and 5 carry a mod.rs that declares only their modules (made here from the full
+# one), so each builds on its own; make series-check compiles the kernel crate at each.
 # The commits are made in a scratch git repository whose base holds the pristine 7.3.4
 # copies of every file the series modifies, so the `index` lines name the real blobs and
 # `git am` (3-way included) applies the series to a 7.3.4 tree.
@@ -18,8 +24,8 @@
 # placeholder if there is none, which you must replace before sending: the Developer's
 # Certificate of Origin is yours to give).
 #
-# Then: checkpatch.pl --strict on each patch (report in DIR/checkpatch.txt), and
-# `git apply --check` of the whole series onto the pristine files (exit status 1 if it does
+# Then: checkpatch.pl --strict on each patch (report in DIR/checkpatch.txt), and `git apply`
+# of the series, patch by patch, onto copies of the pristine files (exit status 1 if it does
 # not apply). Apply with `git am DIR/*.patch`, then enable CONFIG_RUST_RDMA_ABSTRACTIONS and
 # CONFIG_RDMA_RRXE (see scripts/config/rrxe.config).
 set -euo pipefail
@@ -109,16 +115,59 @@ enums that appear in ib_device_ops signatures a CFI encoding so that
 indirect calls from ib_core into Rust callbacks pass kCFI." \
 	$(pf '0001-*.patch') --
 
-commit "rust: rdma: add the kernel::rdma abstractions" \
+# rdma_mod MODULE...: the kernel::rdma mod.rs of the tree, declaring only MODULEs (their
+# `pub mod`, their `pub use`, their entries in the module documentation's list).
+rdma_mod() {
+	awk -v keep=" $* " '
+		function kept(line,   m) {
+			if (match(line, /^\/\/! - \[`[a-z_]+`\]/)) { m = substr(line, 9, RLENGTH - 10); return index(keep, " " m " ") > 0 }
+			if (match(line, /^pub mod [a-z_]+;/)) { m = substr(line, 9, RLENGTH - 9); return index(keep, " " m " ") > 0 }
+			if (match(line, /^pub use [a-z_]+::/)) { m = substr(line, 9, RLENGTH - 10); return index(keep, " " m " ") > 0 }
+			return -1
+		}
+		{
+			k = kept($0)
+			if (k == 0) { skip = 1; next }
+			if (k == 1) { skip = 0; print; next }
+			if (skip && $0 ~ /^\/\/!   /) next
+			skip = 0; print
+		}' "$REPO/rust/kernel/rdma/mod.rs" >"$W/rust/kernel/rdma/mod.rs"
+}
+GENERIC="bh bhwork context dbg timer"
+NETWORK="net netdev port"
+mkdir -p "$W/rust/kernel/rdma"
+for m in $GENERIC; do cp "$REPO/rust/kernel/rdma/$m.rs" "$W/rust/kernel/rdma/"; done
+rdma_mod $GENERIC
+cp "$REPO/rust/helpers/rdma.c" "$W/rust/helpers/rdma.c"
+commit "rust: rdma: add the module with its deferred work and BH locking" \
+"The start of kernel::rdma: pieces a software RDMA transport needs that
+know nothing of RDMA. Timers and work items embedded in driver objects
+(impl_deferred! shuts them down before any field drops), a spinlock for
+data shared with the receive path (spin_lock_bh(), or spin_lock() for
+callers that run with interrupts off, as ib_core consumers may), proof
+of process context for calls that sleep, and dynamic debug call sites.
+The C helpers of the whole module, and its Kconfig: the kernel crate is
+built in, so RUST_RDMA_ABSTRACTIONS needs INFINIBAND=y and
+INFINIBAND_USER_ACCESS=y." \
+	$(pf '0002-*.patch') $(pf '0003-*.patch') $(pf '0004-*.patch') --
+
+for m in $NETWORK; do cp "$REPO/rust/kernel/rdma/$m.rs" "$W/rust/kernel/rdma/"; done
+rdma_mod $GENERIC $NETWORK
+commit "rust: rdma: add RoCEv2 networking" \
+"The RoCEv2 UDP port in every network namespace with a device (a tunnel
+socket per namespace and address family, opened for its first user and
+closed with its last or with the namespace), received packets, routes
+and transmission of whole IP datagrams, and the netdevices an RDMA
+device is bound to with their events." --
+
+commit "rust: rdma: add the verbs abstractions" \
 "Safe abstractions for Rust RDMA drivers: devices and their operations,
 the objects ib_core allocates (PDs, CQs, QPs, SRQs, MRs, MWs, AHs) with
 the driver's data embedded, work requests and completions, memory
-registration (umem, scatterlists, fast registration), memory shared with
-userspace through mmap, link types, and netdevices and their events.
-
-The kernel crate is built in, so they need INFINIBAND=y and
-INFINIBAND_USER_ACCESS=y (RUST_RDMA_ABSTRACTIONS)." \
-	$(pf '0002-*.patch') $(pf '0003-*.patch') $(pf '0004-*.patch') -- rust/kernel/rdma rust/helpers/rdma.c
+registration (umem, on-demand paging, scatterlists, fast registration),
+memory shared with userspace through mmap, link types, counters and
+transport tracepoints." \
+	-- rust/kernel/rdma
 
 commit "RDMA/rrxe: add a soft-RoCE driver in Rust" \
 "RoCEv2 over any Ethernet netdevice, created with
@@ -182,8 +231,8 @@ done | tee "$DIR/checkpatch-summary.txt"
 # The series applies to the pristine files.
 A=$(mktemp -d)
 for f in "${MODIFIED[@]}"; do mkdir -p "$A/$(dirname "$f")"; pristine "$f" >"$A/$f"; done
-if (cd "$A" && git apply --check "$DIR"/*.patch) >"$DIR/apply.txt" 2>&1; then
-	rrxe_log "the series applies to Linux $LINUX_VER (git apply --check)"
+if (cd "$A" && for p in "$DIR"/*.patch; do git apply "$p" || exit 1; done) >"$DIR/apply.txt" 2>&1; then
+	rrxe_log "the series applies to Linux $LINUX_VER (git apply, patch by patch)"
 	rm -rf "$A"
 else
 	rm -rf "$A"; cat "$DIR/apply.txt"; rrxe_die "the series does not apply to Linux $LINUX_VER"

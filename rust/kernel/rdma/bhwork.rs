@@ -6,7 +6,9 @@
 //! A soft-RoCE driver sometimes must hand a packet to its own receive path, e.g. one sent
 //! to a QP on the same device, without running that path inside the sender's locks. A
 //! [`BhWork`] queued from the transmit path runs shortly after, in softirq context like the
-//! network receive path, on the object that embeds it ([`BhWorkCallback::work_run`]).
+//! network receive path, on the object that embeds it ([`BhWorkCallback::work_run`]); a
+//! sleepable one runs in process context ([`SleepableWorkCallback::work_run`], with a
+//! [`MaySleep`]).
 //! Queueing never waits and may be done from any context but hard interrupts; the work
 //! holds no reference count on the object. [`BhWork::cancel`] cancels it and waits for a
 //! running callback. The embedding type declares it with
@@ -15,19 +17,27 @@
 //!
 //! C header: [`include/linux/workqueue.h`](srctree/include/linux/workqueue.h)
 
+use super::MaySleep;
 use crate::{bindings, prelude::*, sync::LockClassKey, types::Opaque};
 use core::marker::PhantomData;
 
-/// The callback of the BH work item embedded in `Self`.
+/// The callback of the BH work item embedded in `Self` (declared `work` in
+/// [`impl_deferred!`](crate::impl_deferred)).
 pub trait BhWorkCallback: Sync + Sized {
     /// Runs the work.
     ///
     /// # Context
     ///
-    /// Softirq, where it must not sleep; process context (`system_unbound_wq`), where it
-    /// may, for a work declared `sleepable work` in [`impl_deferred!`](crate::impl_deferred)
-    /// ([`HasBhWork::SLEEPABLE`]).
+    /// Softirq; must not sleep.
     fn work_run(this: &Self);
+}
+
+/// The callback of the process-context work item embedded in `Self` (declared `sleepable
+/// work` in [`impl_deferred!`](crate::impl_deferred)).
+pub trait SleepableWorkCallback: Sync + Sized {
+    /// Runs the work, in process context (`system_unbound_wq`), where it may sleep: `ctx`
+    /// proves it to the calls that do.
+    fn work_run(this: &Self, ctx: &MaySleep<'_>);
 }
 
 /// Implemented by types that embed a [`BhWork`]; use [`impl_deferred!`](crate::impl_deferred).
@@ -36,10 +46,15 @@ pub trait BhWorkCallback: Sync + Sized {
 ///
 /// `raw_get_work` and `bh_work_container_of` must be inverses: the work item is a field of
 /// `Self`. The work must be cancelled before any field of `Self` is dropped.
-pub unsafe trait HasBhWork: BhWorkCallback {
+pub unsafe trait HasBhWork: Sync + Sized {
     /// The work runs in process context (`system_unbound_wq`) rather than in softirq
     /// (`system_bh_wq`): work that must sleep, such as resolving page faults.
     const SLEEPABLE: bool;
+
+    /// Runs the callback: [`BhWorkCallback::work_run`], or for sleepable work
+    /// [`SleepableWorkCallback::work_run`] with `ctx` (which it needs: without one it does
+    /// nothing).
+    fn dispatch(this: &Self, ctx: Option<&MaySleep<'_>>);
 
     /// Returns a pointer to the work field of `*ptr`.
     ///
@@ -105,7 +120,14 @@ impl<T: HasBhWork> BhWork<T> {
     unsafe extern "C" fn run(w: *mut bindings::work_struct) {
         // SAFETY: `Self` is `repr(transparent)` over the work item, a field of a live `T`.
         let this = unsafe { &*T::bh_work_container_of(w.cast::<Self>().cast_const()) };
-        T::work_run(this);
+        if T::SLEEPABLE {
+            // SAFETY: Sleepable work runs on `system_unbound_wq` (`queue`), in process
+            // context; the token is lent for the call.
+            let ctx = unsafe { MaySleep::new() };
+            T::dispatch(this, Some(&ctx));
+        } else {
+            T::dispatch(this, None);
+        }
     }
 
     /// Queues the work of `owner` unless it is already queued; does nothing if this work item

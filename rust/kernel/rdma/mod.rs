@@ -20,6 +20,7 @@
 //! - [`timer`]: protocol timers embedded in driver objects.
 //! - [`bh`]: bottom halves off for data the receive path shares ([`BhSpinLock`],
 //!   [`BhGuard`]).
+//! - [`context`]: proof of process context for calls that sleep ([`MaySleep`]).
 //! - [`bhwork`]: softirq work items embedded in driver objects (local delivery).
 //! - [`wr`]: work requests and completions of kernel consumers, kernel DMA addresses.
 //! - [`usecnt`]: counted uses of core objects (CQs, SRQs) held by a driver's data path.
@@ -34,6 +35,7 @@
 pub mod ah;
 pub mod bh;
 pub mod bhwork;
+pub mod context;
 pub mod counter;
 pub mod cq;
 pub mod dbg;
@@ -56,6 +58,7 @@ pub mod usecnt;
 pub mod wr;
 
 pub use bh::{BhGuard, BhSpinLock, BhSpinLockGuard};
+pub use context::MaySleep;
 
 /// Computes the little-endian (reflected) CRC-32 of `data`, continuing from `seed`, with the
 /// kernel's (possibly accelerated) implementation.

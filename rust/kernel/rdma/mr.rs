@@ -15,6 +15,7 @@
 use super::{
     device::{Device, Driver, UData},
     pd::Pd,
+    MaySleep,
 };
 use crate::{
     alloc::{flags::GFP_KERNEL_ACCOUNT, KVVec},
@@ -126,13 +127,15 @@ impl Umem {
     ///
     /// # Context
     ///
-    /// Process context of the process owning the memory; may sleep.
+    /// Process context of the process owning the memory (`_ctx`); may sleep.
     pub fn get<T: Driver>(
+        _ctx: &MaySleep<'_>,
         dev: &Device<T>,
         addr: u64,
         len: usize,
         access: AccessFlags,
     ) -> Result<Self> {
+        crate::task::might_sleep();
         let access = c_int::try_from(access.bits()).map_err(|_| EINVAL)?;
         // SAFETY: `dev` is a registered device; without a bundle, the core pins the user
         // range `[addr, addr + len)` of the current process, or returns an error pointer.
@@ -577,7 +580,9 @@ pub(crate) unsafe extern "C" fn reg_user<T: Driver>(
     };
     // SAFETY: Per the function's contract.
     let (pd, udata) = unsafe { (&*pd.cast::<Pd<T>>(), UData::from_raw(udata)) };
-    T::reg_user_mr(pd, &req, udata)
+    // SAFETY: A verb, in the calling process's context (`ib_uverbs_reg_mr`).
+    let ctx = unsafe { MaySleep::new() };
+    T::reg_user_mr(pd, &req, udata, &ctx)
         .and_then(|(keys, init)| new_mr::<T>(keys, init, req.iova, req.length))
         .unwrap_or_else(|e| e.to_ptr())
 }
@@ -685,8 +690,10 @@ pub(crate) unsafe extern "C" fn rereg_user<T: Driver>(
             access,
         }),
     };
+    // SAFETY: A verb, in the calling process's context (`ib_uverbs_rereg_mr`).
+    let ctx = unsafe { MaySleep::new() };
     // SAFETY: The region's data is initialised.
-    match T::rereg_user_mr(unsafe { &*mr.cast::<Mr<T>>() }, &change) {
+    match T::rereg_user_mr(unsafe { &*mr.cast::<Mr<T>>() }, &change, &ctx) {
         Ok(()) => core::ptr::null_mut(),
         Err(e) => e.to_ptr(),
     }

@@ -27,7 +27,7 @@
 use super::{
     device::{Device, Driver},
     mr::AccessFlags,
-    BhSpinLock,
+    BhSpinLock, MaySleep,
 };
 use crate::{
     alloc::{flags::GFP_KERNEL_ACCOUNT, KVVec},
@@ -221,13 +221,15 @@ impl OdpUmem {
     ///
     /// # Context
     ///
-    /// Process context of the process owning the memory; may sleep.
+    /// Process context of the process owning the memory (`_ctx`); may sleep.
     pub fn get<T: Driver>(
+        _ctx: &MaySleep<'_>,
         dev: &Device<T>,
         addr: u64,
         len: usize,
         access: AccessFlags,
     ) -> Result<Self> {
+        crate::task::might_sleep();
         if !access.contains(AccessFlags::ON_DEMAND) {
             return Err(EINVAL);
         }
@@ -391,8 +393,9 @@ impl OdpUmem {
     ///
     /// # Context
     ///
-    /// Process context; may sleep (any process: the umem knows its address space).
-    pub fn fault(&self, offset: usize, len: usize, write: bool) -> Result {
+    /// Process context (`_ctx`); may sleep (any process: the umem knows its address space).
+    pub fn fault(&self, _ctx: &MaySleep<'_>, offset: usize, len: usize, write: bool) -> Result {
+        crate::task::might_sleep();
         self.map_range(offset, len, write, true)
     }
 
@@ -401,8 +404,9 @@ impl OdpUmem {
     ///
     /// # Context
     ///
-    /// Process context; may sleep.
-    pub fn snapshot(&self, offset: usize, len: usize) -> Result {
+    /// Process context (`_ctx`); may sleep.
+    pub fn snapshot(&self, _ctx: &MaySleep<'_>, offset: usize, len: usize) -> Result {
+        crate::task::might_sleep();
         self.map_range(offset, len, false, false)
     }
 

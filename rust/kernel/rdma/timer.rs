@@ -216,6 +216,14 @@ macro_rules! impl_deferred {
                 const SLEEPABLE: bool = false;
 
                 #[inline]
+                fn dispatch(
+                    this: &Self,
+                    _ctx: ::core::option::Option<&$crate::rdma::MaySleep<'_>>,
+                ) {
+                    <Self as $crate::rdma::bhwork::BhWorkCallback>::work_run(this);
+                }
+
+                #[inline]
                 unsafe fn raw_get_work(
                     ptr: *const Self,
                 ) -> *const $crate::rdma::bhwork::BhWork<Self> {
@@ -236,6 +244,18 @@ macro_rules! impl_deferred {
             // SAFETY: As for `work`; the work runs in process context.
             unsafe impl $crate::rdma::bhwork::HasBhWork for $self {
                 const SLEEPABLE: bool = true;
+
+                #[inline]
+                fn dispatch(
+                    this: &Self,
+                    ctx: ::core::option::Option<&$crate::rdma::MaySleep<'_>>,
+                ) {
+                    if let ::core::option::Option::Some(ctx) = ctx {
+                        <Self as $crate::rdma::bhwork::SleepableWorkCallback>::work_run(
+                            this, ctx,
+                        );
+                    }
+                }
 
                 #[inline]
                 unsafe fn raw_get_work(

@@ -16,7 +16,7 @@ use kernel::rdma::{
     odp::{MrAdvice, OdpUmem},
     pd::Pd,
     wr::{KernelDma, Sge},
-    BhGuard,
+    BhGuard, MaySleep,
 };
 use kernel::sync::Arc;
 
@@ -30,7 +30,11 @@ pub(crate) struct RrxeMr {
 
 impl RrxeMr {
     /// Registers user memory (`ibv_reg_mr`).
-    pub(crate) fn reg_user(pd: &Pd<Rrxe>, req: &UserMrReq) -> Result<(MrKeys, Self)> {
+    pub(crate) fn reg_user(
+        pd: &Pd<Rrxe>,
+        req: &UserMrReq,
+        ctx: &MaySleep<'_>,
+    ) -> Result<(MrKeys, Self)> {
         if !req
             .access
             .is_within(SUPPORTED_ACCESS.union(AccessFlags::ON_DEMAND))
@@ -43,9 +47,9 @@ impl RrxeMr {
         let len = usize::try_from(req.length).map_err(|_| EINVAL)?;
         let odp = req.access.contains(AccessFlags::ON_DEMAND);
         let umem = if odp {
-            UserMem::Odp(OdpUmem::get(dev, req.start, len, req.access)?)
+            UserMem::Odp(OdpUmem::get(ctx, dev, req.start, len, req.access)?)
         } else {
-            UserMem::Pinned(Umem::get(dev, req.start, len, req.access)?)
+            UserMem::Pinned(Umem::get(ctx, dev, req.start, len, req.access)?)
         };
         let pd_id = pd.data().id;
         let mut key = LOCAL_DMA_LKEY;
@@ -169,7 +173,12 @@ impl RrxeMr {
     /// outside it, `EPERM` for a write prefetch of memory registered read-only. Done before
     /// returning, also when the caller did not ask to wait (`IB_UVERBS_ADVISE_MR_FLAG_FLUSH`):
     /// the call is the process context the faults need.
-    pub(crate) fn advise(pd: &Pd<Rrxe>, advice: MrAdvice, sges: &[Sge]) -> Result {
+    pub(crate) fn advise(
+        pd: &Pd<Rrxe>,
+        advice: MrAdvice,
+        sges: &[Sge],
+        ctx: &MaySleep<'_>,
+    ) -> Result {
         let data = pd.device().data();
         for sge in sges {
             // Held past the BH section: a deregistration meanwhile leaves the last reference
@@ -194,9 +203,9 @@ impl RrxeMr {
             let len = usize::try_from(sge.length())?;
             match advice {
                 MrAdvice::PrefetchWrite if !m.is_writable() => return Err(EPERM),
-                MrAdvice::PrefetchWrite => mr.fault(off, len, true)?,
-                MrAdvice::Prefetch => mr.fault(off, len, false)?,
-                MrAdvice::PrefetchNoFault => m.snapshot(off, len)?,
+                MrAdvice::PrefetchWrite => mr.fault(ctx, off, len, true)?,
+                MrAdvice::Prefetch => mr.fault(ctx, off, len, false)?,
+                MrAdvice::PrefetchNoFault => m.snapshot(ctx, off, len)?,
             }
         }
         Ok(())

@@ -32,10 +32,10 @@ use crate::fifo::Fifo;
 use crate::mem::MrInner;
 use kernel::prelude::*;
 use kernel::rdma::{
-    bhwork::{BhWork, BhWorkCallback},
+    bhwork::{BhWork, SleepableWorkCallback},
     netdev::NetDevice,
     timer::impl_deferred,
-    BhSpinLock,
+    BhSpinLock, MaySleep,
 };
 use kernel::sync::{
     aref::ARef,
@@ -173,18 +173,19 @@ impl Faults {
     }
 }
 
-impl BhWorkCallback for Faults {
+impl SleepableWorkCallback for Faults {
     /// Faults the queued ranges in, then resumes the QPs that wait for them.
-    fn work_run(this: &Self) {
+    fn work_run(this: &Self, ctx: &MaySleep<'_>) {
         let next = || {
             let f = this.queue.lock().pop_front();
             f
         };
         let resolve = |f: Fault| {
-            this.stats.inc(match f.mr.fault(f.off, f.len, f.write) {
-                Ok(()) => PortCounter::OdpFaultsResolved,
-                Err(_) => PortCounter::OdpFaultErrors,
-            });
+            this.stats
+                .inc(match f.mr.fault(ctx, f.off, f.len, f.write) {
+                    Ok(()) => PortCounter::OdpFaultsResolved,
+                    Err(_) => PortCounter::OdpFaultErrors,
+                });
             let resume = f.resume;
             // The last reference to a region deregistered meanwhile goes here, in process
             // context.

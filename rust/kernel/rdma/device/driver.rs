@@ -26,6 +26,7 @@ use crate::{
         srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
         usecnt::Dying,
         wr::{KernelDma, RecvWr, SendWr, Wc},
+        MaySleep,
     },
     sync::Arc,
 };
@@ -277,6 +278,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
         pd: &Pd<Self>,
         req: &UserMrReq,
         udata: Option<&UData<Self>>,
+        ctx: &MaySleep<'_>,
     ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
 
     /// Creates the DMA memory region of a kernel consumer's PD (`ib_get_dma_mr`): all of
@@ -334,6 +336,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
         _advice: crate::rdma::odp::MrAdvice,
         _flush: bool,
         _sges: &[crate::rdma::wr::Sge],
+        _ctx: &MaySleep<'_>,
     ) -> Result {
         Err(EOPNOTSUPP)
     }
@@ -345,7 +348,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// # Context
     ///
     /// Process context.
-    fn rereg_user_mr(_mr: &Mr<Self>, _change: &MrRereg<'_, Self>) -> Result {
+    fn rereg_user_mr(_mr: &Mr<Self>, _change: &MrRereg<'_, Self>, _ctx: &MaySleep<'_>) -> Result {
         Err(EOPNOTSUPP)
     }
 

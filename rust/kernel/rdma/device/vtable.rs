@@ -308,7 +308,9 @@ impl<T: Driver> DeviceVTable<T> {
         };
         // SAFETY: Per the function's contract, `pd` is a live PD of this driver.
         let pd = unsafe { &*pd.cast::<Pd<T>>() };
-        from_result(|| T::advise_mr(pd, advice, flush, sges).map(|()| 0))
+        // SAFETY: A verb, in the calling process's context (`ib_uverbs_advise_mr`).
+        let ctx = unsafe { crate::rdma::MaySleep::new() };
+        from_result(|| T::advise_mr(pd, advice, flush, sges, &ctx).map(|()| 0))
     }
 
     /// # Safety

@@ -36,6 +36,7 @@ use kernel::rdma::{
     srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
     usecnt::Dying,
     wr::{KernelDma, RecvWr, SendWr, Sge, Wc},
+    MaySleep,
 };
 use kernel::sync::{atomic::ordering::Relaxed, Arc};
 
@@ -364,8 +365,9 @@ impl Driver for Rrxe {
         pd: &Pd<Self>,
         req: &UserMrReq,
         _udata: Option<&UData<Self>>,
+        ctx: &MaySleep<'_>,
     ) -> Result<(MrKeys, impl PinInit<RrxeMr, Error>)> {
-        let (keys, mr) = RrxeMr::reg_user(pd, req)?;
+        let (keys, mr) = RrxeMr::reg_user(pd, req, ctx)?;
         Ok((keys, Ok::<_, Error>(mr)))
     }
 
@@ -420,12 +422,18 @@ impl Driver for Rrxe {
         RrxeMr::dereg(mr)
     }
 
-    fn rereg_user_mr(mr: &Mr<Self>, change: &MrRereg<'_, Self>) -> Result {
+    fn rereg_user_mr(mr: &Mr<Self>, change: &MrRereg<'_, Self>, _ctx: &MaySleep<'_>) -> Result {
         RrxeMr::rereg(mr, change)
     }
 
-    fn advise_mr(pd: &Pd<Self>, advice: MrAdvice, _flush: bool, sges: &[Sge]) -> Result {
-        RrxeMr::advise(pd, advice, sges)
+    fn advise_mr(
+        pd: &Pd<Self>,
+        advice: MrAdvice,
+        _flush: bool,
+        sges: &[Sge],
+        ctx: &MaySleep<'_>,
+    ) -> Result {
+        RrxeMr::advise(pd, advice, sges, ctx)
     }
 
     fn alloc_mw(_dev: &Device<Self>, init: &MwInit<'_, Self>) -> Result<(u32, RrxeMw)> {

@@ -44,7 +44,7 @@ pub(crate) use crate::proto::target::Access as Need;
 use crate::proto::target::AccessError;
 pub(crate) use fast::{FastRegion, PageLists};
 use kernel::prelude::*;
-use kernel::rdma::mr::AccessFlags;
+use kernel::rdma::{mr::AccessFlags, MaySleep};
 pub(crate) use key::{Key, KeyTable, LOCAL_DMA_LKEY};
 pub(crate) use resolve::{is_write, Accessor, Mem};
 pub(crate) use user::{UserMem, UserRegion};
@@ -162,9 +162,9 @@ impl MrInner {
 
     /// Faults the `len` bytes at offset `off` of an on-demand paging region in (for writing
     /// if `write`), in process context; nothing to do for other regions.
-    pub(crate) fn fault(&self, off: usize, len: usize, write: bool) -> Result {
+    pub(crate) fn fault(&self, ctx: &MaySleep<'_>, off: usize, len: usize, write: bool) -> Result {
         match self {
-            Self::User(u) => u.fault(off, len, write),
+            Self::User(u) => u.fault(ctx, off, len, write),
             _ => Ok(()),
         }
     }

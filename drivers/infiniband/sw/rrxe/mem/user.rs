@@ -9,6 +9,7 @@ use kernel::prelude::*;
 use kernel::rdma::{
     mr::{AccessFlags, Umem},
     odp::OdpUmem,
+    MaySleep,
 };
 use kernel::sync::atomic::{ordering::Full, ordering::Relaxed, Atomic};
 
@@ -192,11 +193,11 @@ impl UserRegion {
     /// Faults the `len` bytes at byte `off` in (for writing if `write`), in process context,
     /// and records whether that failed ([`Self::fault_failed`]). Nothing to do for pinned
     /// memory.
-    pub(crate) fn fault(&self, off: usize, len: usize, write: bool) -> Result {
+    pub(crate) fn fault(&self, ctx: &MaySleep<'_>, off: usize, len: usize, write: bool) -> Result {
         let Some(m) = self.odp() else {
             return Ok(());
         };
-        let r = m.fault(off, len, write);
+        let r = m.fault(ctx, off, len, write);
         self.fault_failed.store(u32::from(r.is_err()), Relaxed);
         r
     }
