@@ -70,7 +70,7 @@ for c in $(git -C "$ST" rev-list --reverse pristine..HEAD); do
 	subj=$(git -C "$ST" log -1 --format=%s "$c")
 	case $subj in "rust: rdma:"*) ;; *) continue ;; esac
 	git -C "$ST" checkout -q "$c"
-	if (cd "$KOUT" && eval "$cmd") >"$OUT/crate-$c.log" 2>&1; then
+	if (cd "$KOUT" && export RUSTC_BOOTSTRAP=1 && eval "$cmd") >"$OUT/crate-$c.log" 2>&1; then
 		rrxe_log "kernel crate builds at: $subj"
 	else
 		git -C "$ST" checkout -q "$final"; tail -30 "$OUT/crate-$c.log"; rm -rf "$scratch"
