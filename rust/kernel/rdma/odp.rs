@@ -108,10 +108,10 @@ struct PresentMap {
 ///
 /// # Invariants
 ///
-/// `odp` was returned by `ib_umem_odp_get()` with [`ODP_OPS`] as its notifier operations,
+/// `odp` was returned by `ib_umem_odp_get()` with `ODP_OPS` as its notifier operations,
 /// is not implicit, has pages of `PAGE_SIZE`, and is released on drop, before `map`.
 /// `odp->private` points to `map` (set under the umem's mutex), whose list has one entry per
-/// page of the umem, `start` being the address of the first. An entry with [`PFN_VALID`]
+/// page of the umem, `start` being the address of the first. An entry with `PFN_VALID`
 /// names a page that stays allocated until the notifier clears the entry (under the
 /// spinlock), which it does before the core lets the kernel take the page, and only after
 /// marking the entry `going` and waiting for an RCU grace period.

@@ -139,7 +139,7 @@ pub mod kernel_cap {
     /// The device's `local_dma_lkey` (0) names all of kernel memory for kernel consumers.
     pub const LOCAL_DMA_LKEY: u64 = bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY as u64;
     /// Memory regions with on-demand paging (`IBK_ON_DEMAND_PAGING`); report
-    /// [`DeviceAttrs::odp`] with it.
+    /// [`DeviceAttrs::odp`](super::DeviceAttrs::odp) with it.
     pub const ON_DEMAND_PAGING: u64 = bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING as u64;
 }
 
