@@ -2,11 +2,11 @@
 
 //! Debug messages under dynamic debug (`struct _ddebug`), for the error paths of a driver.
 //!
-//! The kernel crate's [`pr_debug!`](crate::pr_debug) prints only in builds with debug assertions and cannot
-//! be switched on at run time. A driver that must say why a queue pair failed, a key was
-//! refused or a packet was dropped wants what C drivers have with `ibdev_dbg()`: a message
-//! at each such site that costs a load and a branch while off, and that an operator turns
-//! on for one file, function or line without rebuilding, through
+//! The kernel crate's [`pr_debug!`](crate::pr_debug) prints only in builds with debug
+//! assertions and cannot be switched on at run time. A driver that must say why a queue pair
+//! failed, a key was refused or a packet was dropped wants what C drivers have with
+//! `ibdev_dbg()`: a message at each such site that costs a load and a branch while off, and
+//! that an operator turns on for one file, function or line without rebuilding, through
 //! `/proc/dynamic_debug/control` (or `dyndbg=` module parameters):
 //!
 //! ```text
@@ -21,8 +21,9 @@
 //! The message is printed at `KERN_DEBUG` with the module's prefix. Without
 //! `CONFIG_DYNAMIC_DEBUG` no site is emitted and the arguments are only type-checked.
 //!
-//! Nothing here is specific to RDMA: it is the dynamic-debug half of [`pr_debug!`](crate::pr_debug) that
-//! the kernel crate does not have yet, kept beside the RDMA abstractions, its first user.
+//! Nothing here is specific to RDMA: it is the dynamic-debug half of
+//! [`pr_debug!`](crate::pr_debug) that the kernel crate does not have yet, kept beside the
+//! RDMA abstractions, its first user.
 //!
 //! C header: [`include/linux/dynamic_debug.h`](srctree/include/linux/dynamic_debug.h)
 
@@ -135,7 +136,7 @@ impl Site {
 }
 
 /// Prints a debug message under dynamic debug, off until enabled at run time: the
-/// dynamic-debug counterpart of [`pr_debug!`](crate::pr_debug)(crate::pr_debug), for the reasons behind
+/// dynamic-debug counterpart of [`pr_debug!`](crate::pr_debug), for the reasons behind
 /// errors (see [`kernel::rdma::dbg`](crate::rdma::dbg)).
 ///
 /// The format is a string literal (or a `concat!` of them), as for `pr_debug!`; it is also

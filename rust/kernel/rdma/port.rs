@@ -196,8 +196,9 @@ unsafe impl<T: TunnelRx> Send for RocePort<T> {}
 unsafe impl<T: TunnelRx> Sync for RocePort<T> {}
 
 impl<T: TunnelRx> RocePort<T> {
-    /// Registers the port `port` (normally [`ROCE_V2_UDP_PORT`](super::net::ROCE_V2_UDP_PORT)); no socket is opened before
-    /// a [`PortUser`] asks for one. Fails with `EBUSY` if a port is registered already.
+    /// Registers the port `port` (normally [`ROCE_V2_UDP_PORT`](super::net::ROCE_V2_UDP_PORT)); no
+    /// socket is opened before a [`PortUser`] asks for one. Fails with `EBUSY` if a port is
+    /// registered already.
     ///
     /// # Context
     ///
