@@ -481,13 +481,113 @@ impl MrSg<'_> {
 ///
 /// # Safety
 ///
-/// `ibmr` is a live region of driver `T`, passed by [`MrSg::to_pages`].
+/// `ibmr` is a live region of driver `T`, passed by [`MrSg::to_pages`], and `addr` the DMA
+/// address of a page of the region's page size that holds part of a scatterlist entry a
+/// kernel consumer mapped for this device (`ib_sg_to_pages()` in `drivers/infiniband/core/
+/// verbs.c` hands `sg_dma_address(sg) & page_mask` and the pages after it up to the entry's
+/// end).
 unsafe extern "C" fn set_page_callback<T: Driver>(ibmr: *mut bindings::ib_mr, addr: u64) -> c_int {
     // SAFETY: Per the function's contract; the header is at offset 0 of `Mr<T>`.
     let mr = unsafe { &*ibmr.cast::<Mr<T>>() };
-    match T::map_mr_page(mr, addr) {
+    // SAFETY: Per the function's contract, `addr` is such a page of `mr.page_size()` bytes.
+    let page = match unsafe { DmaPage::new(addr, mr.page_size()) } {
+        Ok(page) => page,
+        Err(e) => return e.to_errno(),
+    };
+    match T::map_mr_page(mr, page) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
+    }
+}
+
+/// A page of a fast-registration mapping: kernel memory a kernel consumer mapped for DMA,
+/// as `ib_sg_to_pages()` hands it to the driver ([`Driver::map_mr_page`]).
+///
+/// A soft-RoCE device is a virtual-DMA device (`ib_uses_virt_dma()`): a DMA address is a
+/// kernel virtual address, and the driver moves the bytes itself. Only the `set_page`
+/// callback of [`MrSg::to_pages`] makes a `DmaPage`, so a driver reaches exactly the pages
+/// the core split the consumer's scatterlist into, each within its own bounds: no address
+/// a driver computes can be read or written through it.
+///
+/// The page stays the consumer's: it keeps the mapping until the registration that names
+/// the page is invalidated (`IB_WR_LOCAL_INV`, a SEND with invalidate, `ib_dereg_mr`) and
+/// the driver reports that done, as it would for a device that DMAs. A driver copies only
+/// under a registration it checked is current.
+///
+/// # Invariants
+///
+/// `size` is a power of two and at least `PAGE_SIZE`; `addr` is aligned to `size`; every
+/// `PAGE_SIZE` page of `[addr, addr + size)` is in the kernel's direct map; the range holds
+/// part of a scatterlist entry that a kernel consumer DMA-mapped for this device.
+#[derive(Clone, Copy, Debug)]
+pub struct DmaPage {
+    addr: usize,
+    size: usize,
+}
+
+impl DmaPage {
+    /// Returns the page at DMA address `addr`, of `size` bytes; `EINVAL` unless it is
+    /// aligned, of a size the device can map (`PAGE_SIZE` or a larger power of two) and all
+    /// in the direct map.
+    ///
+    /// # Safety
+    ///
+    /// `[addr, addr + size)` holds part of a scatterlist entry a kernel consumer DMA-mapped
+    /// for this device.
+    unsafe fn new(addr: u64, size: u32) -> Result<Self> {
+        let addr = usize::try_from(addr).map_err(|_| EINVAL)?;
+        let size = usize::try_from(size).map_err(|_| EINVAL)?;
+        if !size.is_power_of_two() || size < crate::page::PAGE_SIZE || addr & (size - 1) != 0 {
+            return Err(EINVAL);
+        }
+        addr.checked_add(size).ok_or(EINVAL)?;
+        // Each page is checked: a page larger than `PAGE_SIZE` could straddle a hole.
+        for kpage in (addr..addr + size).step_by(crate::page::PAGE_SIZE) {
+            // SAFETY: `virt_addr_valid` only inspects the address.
+            if !unsafe { bindings::virt_addr_valid(kpage as *const c_void) } {
+                return Err(EINVAL);
+            }
+        }
+        // INVARIANT: Checked above; the range holds mapped memory per the function's
+        // contract.
+        Ok(Self { addr, size })
+    }
+
+    /// Returns the page's DMA address.
+    pub fn addr(&self) -> u64 {
+        self.addr as u64
+    }
+
+    /// Returns the page's size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Returns the address of the `len` bytes at offset `at` of the page; `EINVAL` unless
+    /// they lie in it.
+    fn range(&self, at: usize, len: usize) -> Result<usize> {
+        match at.checked_add(len) {
+            Some(end) if end <= self.size => Ok(self.addr + at),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Copies `out.len()` bytes from offset `at` of the page; `EINVAL` unless they lie in it.
+    pub fn read(&self, at: usize, out: &mut [u8]) -> Result {
+        let src = self.range(at, out.len())?;
+        // SAFETY: By the type invariant the page is mapped kernel memory that the consumer
+        // keeps for the device, and `[src, src + len)` lies in it (checked above).
+        unsafe { core::ptr::copy_nonoverlapping(src as *const u8, out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    /// Copies `data` to offset `at` of the page; `EINVAL` unless it fits in it.
+    pub fn write(&self, at: usize, data: &[u8]) -> Result {
+        let dst = self.range(at, data.len())?;
+        // SAFETY: As for `read`; the consumer mapped the memory for the device to write
+        // (the registration's rights, which the driver checks, say whether it may).
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), dst as *mut u8, data.len()) };
+        Ok(())
     }
 }
 
@@ -520,9 +620,7 @@ pub(crate) unsafe extern "C" fn alloc<T: Driver>(
     } else {
         MrType::Other(mr_type.0)
     };
-    // INVARIANT: Only kernel consumers allocate regions, and the memory they map into them
-    // is DMA-mapped kernel memory they keep until they invalidate the region.
-    T::alloc_mr(pd, mr_type, max_num_sg, super::wr::KernelDma::new())
+    T::alloc_mr(pd, mr_type, max_num_sg)
         .and_then(|(keys, data)| new_mr::<T>(keys, Ok::<_, Error>(data), 0, 0))
         .unwrap_or_else(|e| e.to_ptr())
 }

@@ -12,10 +12,10 @@ use crate::params::Charge;
 use crate::Rrxe;
 use kernel::prelude::*;
 use kernel::rdma::{
-    mr::{AccessFlags, Mr, MrKeys, MrRereg, MrSg, MrType, Umem, UserMrReq},
+    mr::{AccessFlags, DmaPage, Mr, MrKeys, MrRereg, MrSg, MrType, Umem, UserMrReq},
     odp::{MrAdvice, OdpUmem},
     pd::Pd,
-    wr::{KernelDma, Sge},
+    wr::Sge,
     BhGuard, MaySleep,
 };
 use kernel::sync::Arc;
@@ -81,12 +81,7 @@ impl RrxeMr {
 
     /// Allocates a fast-registration region of at most `max_num_sg` pages (`ib_alloc_mr`),
     /// free until an `IB_WR_REG_MR` registers it. Only `IB_MR_TYPE_MEM_REG` is supported.
-    pub(crate) fn alloc(
-        pd: &Pd<Rrxe>,
-        mr_type: MrType,
-        max_num_sg: u32,
-        dma: KernelDma,
-    ) -> Result<(MrKeys, Self)> {
+    pub(crate) fn alloc(pd: &Pd<Rrxe>, mr_type: MrType, max_num_sg: u32) -> Result<(MrKeys, Self)> {
         if mr_type != MrType::MemReg {
             return Err(EOPNOTSUPP);
         }
@@ -101,7 +96,7 @@ impl RrxeMr {
         let inner = data.shared.keys.insert(|k| {
             key = k;
             Ok(Arc::new(
-                MrInner::Fast(FastRegion::new(pd_id, k, lists, dma)?),
+                MrInner::Fast(FastRegion::new(pd_id, k, lists)?),
                 crate::params::gfp_user(),
             )?)
         })?;
@@ -122,8 +117,8 @@ impl RrxeMr {
     }
 
     /// The next page of a mapping `map_sg` is making ([`FastRegion::map_page`]).
-    pub(crate) fn map_page(mr: &Mr<Rrxe>, addr: u64) -> Result {
-        Self::fast(mr)?.map_page(addr)
+    pub(crate) fn map_page(mr: &Mr<Rrxe>, page: DmaPage) -> Result {
+        Self::fast(mr)?.map_page(page)
     }
 
     /// Prepares an `IB_WR_REG_MR` of `mr` with `key` when a QP of protection domain `pd_id`

@@ -16,7 +16,8 @@
  *
  * The suite runs when the module is loaded, against the device named by the "device"
  * parameter (rrxe0 by default), which must exist and have an IPv4 RoCE v2 GID: it is a
- * consumer of whatever driver backs that device (rdma_rxe passes it too). It is written in
+ * consumer of whatever driver backs that device (rdma_rxe passes it too, but for
+ * map_mr_sg_refuses_non_memory: its rxe_set_page() takes any address). It is written in
  * C because it plays the part of the C ULPs it stands for, through their API.
  */
 #include <kunit/test.h>
@@ -24,6 +25,7 @@
 #include <linux/random.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 #include <net/ipv6.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_cache.h>
@@ -512,6 +514,37 @@ static void reg_mr_of_valid_region_fails(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, reg_mr(test, c, c->mr->rkey), IB_WC_LOC_QP_OP_ERR);
 }
 
+/*
+ * A DMA address of a virtual-DMA device is a kernel virtual address the device copies
+ * through: ib_map_mr_sg() takes only pages of the direct map (kernel::rdma::mr::DmaPage),
+ * so a scatterlist naming anything else (here vmalloc memory, as a buggy consumer that
+ * skipped ib_dma_map_sg() would) maps up to that entry and no further.
+ */
+static void map_mr_sg_refuses_non_memory(struct kunit *test)
+{
+	struct frwr_ctx *c = test->priv;
+	struct scatterlist sg[2];
+	void *vbuf;
+
+	vbuf = vmalloc(PAGE_SIZE);
+	KUNIT_ASSERT_NOT_NULL(test, vbuf);
+	sg_init_table(sg, 2);
+	sg_set_page(&sg[0], c->pages[1], PAGE_SIZE, 0);
+	sg_dma_address(&sg[0]) = (u64)(uintptr_t)page_address(c->pages[1]);
+	sg_dma_len(&sg[0]) = PAGE_SIZE;
+	sg_dma_address(&sg[1]) = (u64)(uintptr_t)vbuf;
+	sg_dma_len(&sg[1]) = PAGE_SIZE;
+
+	/* Only the vmalloc entry: nothing mapped, an error. */
+	KUNIT_EXPECT_LT(test, ib_map_mr_sg(c->mr, &sg[1], 1, NULL, PAGE_SIZE), 0);
+	/* A page of the direct map, then the vmalloc entry: the first entry only. */
+	KUNIT_EXPECT_EQ(test, ib_map_mr_sg(c->mr, sg, 2, NULL, PAGE_SIZE), 1);
+	KUNIT_EXPECT_EQ(test, c->mr->length, (u64)PAGE_SIZE);
+	/* The region still works over what it took. */
+	KUNIT_EXPECT_EQ(test, reg_mr(test, c, c->mr->rkey), IB_WC_SUCCESS);
+	vfree(vbuf);
+}
+
 /* rdma_rw contexts over a multi-entry scatterlist, both directions (svcrdma, nvmet). */
 static void rw_ctx_multi_entry(struct kunit *test)
 {
@@ -834,6 +867,7 @@ static struct kunit_case rrxe_frwr_cases[] = {
 	KUNIT_CASE(imm_data_keeps_its_bytes),
 	KUNIT_CASE(local_inv_and_new_key),
 	KUNIT_CASE(reg_mr_of_valid_region_fails),
+	KUNIT_CASE(map_mr_sg_refuses_non_memory),
 	KUNIT_CASE(rw_ctx_multi_entry),
 	KUNIT_CASE(post_send_bad_wr),
 	KUNIT_CASE(modify_port_caps),

@@ -19,13 +19,13 @@ use crate::{
     rdma::{
         ah::{Ah, AhInit},
         cq::{Cq, CqInit, NotifyFlags},
-        mr::{AccessFlags, Mr, MrKeys, MrRereg, MrSg, MrType, UserMrReq},
+        mr::{AccessFlags, DmaPage, Mr, MrKeys, MrRereg, MrSg, MrType, UserMrReq},
         mw::{Mw, MwInit},
         pd::Pd,
         qp::{AhAttr, Qp, QpAttrs, QpInit, QpQuery},
         srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
         usecnt::Dying,
-        wr::{KernelDma, RecvWr, SendWr, Wc},
+        wr::{RecvWr, SendWr, Wc},
         MaySleep,
     },
     sync::Arc,
@@ -290,16 +290,10 @@ pub trait Driver: Sized + Send + Sync + 'static {
     ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
 
     /// Allocates a fast-registration region for a kernel consumer (`ib_alloc_mr`) of at
-    /// most `max_num_sg` pages; returns its keys and the initialiser of its data. `dma`
-    /// lets the region reach the kernel memory the consumer will map into it.
+    /// most `max_num_sg` pages; returns its keys and the initialiser of its data.
     ///
     /// Implement it together with [`Driver::map_mr_sg`] and [`Driver::map_mr_page`].
-    fn alloc_mr(
-        _pd: &Pd<Self>,
-        _mr_type: MrType,
-        _max_num_sg: u32,
-        _dma: KernelDma,
-    ) -> Result<(MrKeys, Self::Mr)> {
+    fn alloc_mr(_pd: &Pd<Self>, _mr_type: MrType, _max_num_sg: u32) -> Result<(MrKeys, Self::Mr)> {
         Err(EOPNOTSUPP)
     }
 
@@ -314,9 +308,10 @@ pub trait Driver: Sized + Send + Sync + 'static {
         Err(EOPNOTSUPP)
     }
 
-    /// Takes the DMA address of the next page of a mapping that [`MrSg::to_pages`] is
-    /// making; an error stops the mapping there.
-    fn map_mr_page(_mr: &Mr<Self>, _addr: u64) -> Result {
+    /// Takes the next page of a mapping that [`MrSg::to_pages`] is making; an error stops
+    /// the mapping there. The page is the driver's way to the memory (a virtual-DMA device
+    /// copies it itself).
+    fn map_mr_page(_mr: &Mr<Self>, _page: DmaPage) -> Result {
         Err(EOPNOTSUPP)
     }
 

@@ -28,14 +28,14 @@ use kernel::rdma::{
         PortAttrs, PortImmutable, PortModify, PortNum, PortState, StatDesc, UContext, UData,
         MGMT_MAD_SIZE,
     },
-    mr::{AccessFlags, Mr, MrKeys, MrRereg, MrSg, MrType, UserMrReq},
+    mr::{AccessFlags, DmaPage, Mr, MrKeys, MrRereg, MrSg, MrType, UserMrReq},
     mw::{Mw, MwInit},
     odp::MrAdvice,
     pd::Pd,
     qp::{AhAttr, Qp, QpAttrs, QpInit, QpQuery},
     srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
     usecnt::Dying,
-    wr::{KernelDma, RecvWr, SendWr, Sge, Wc},
+    wr::{RecvWr, SendWr, Sge, Wc},
     MaySleep,
 };
 use kernel::sync::{atomic::ordering::Relaxed, Arc};
@@ -399,21 +399,16 @@ impl Driver for Rrxe {
         Ok((keys, Ok::<_, Error>(mr)))
     }
 
-    fn alloc_mr(
-        pd: &Pd<Self>,
-        mr_type: MrType,
-        max_num_sg: u32,
-        dma: KernelDma,
-    ) -> Result<(MrKeys, RrxeMr)> {
-        RrxeMr::alloc(pd, mr_type, max_num_sg, dma)
+    fn alloc_mr(pd: &Pd<Self>, mr_type: MrType, max_num_sg: u32) -> Result<(MrKeys, RrxeMr)> {
+        RrxeMr::alloc(pd, mr_type, max_num_sg)
     }
 
     fn map_mr_sg(mr: &Mr<Self>, sg: MrSg<'_>) -> Result<usize> {
         RrxeMr::map_sg(mr, sg)
     }
 
-    fn map_mr_page(mr: &Mr<Self>, addr: u64) -> Result {
-        RrxeMr::map_page(mr, addr)
+    fn map_mr_page(mr: &Mr<Self>, page: DmaPage) -> Result {
+        RrxeMr::map_page(mr, page)
     }
 
     fn dereg_mr(mr: &Mr<Self>) -> Result {

@@ -12,10 +12,10 @@
 use super::Key;
 use crate::proto::target::{AccessError, PageLayout, Region};
 use crate::Rrxe;
+use kernel::alloc::KVVec;
 use kernel::prelude::*;
 use kernel::rdma::{
-    mr::{AccessFlags, Mr, MrSg},
-    wr::KernelDma,
+    mr::{AccessFlags, DmaPage, Mr, MrSg},
     BhSpinLock, BhSpinLockGuard,
 };
 
@@ -27,19 +27,16 @@ pub(crate) struct FastRegion {
     index: u32,
     /// Most pages a mapping may have.
     max_pages: usize,
-    /// Kernel memory: the pages are DMA addresses a kernel consumer mapped.
-    dma: KernelDma,
     /// The registration, under a lock taken with bottom halves disabled.
     state: Pin<KBox<BhSpinLock<FastState>>>,
 }
 
 /// A page list and where the region lies in it.
 struct PageMap {
-    /// DMA addresses (kernel virtual addresses: rrxe is a virtual-DMA device) of the pages,
-    /// `max_pages` long; the first `npages` are the mapping.
-    pages: KVVec<u64>,
-    /// Pages in the mapping.
-    npages: usize,
+    /// The pages of the mapping, as the core handed them (kernel memory a consumer mapped
+    /// for DMA); room for `max_pages` is allocated up front, so that mapping and
+    /// registering (under the lock, in any context) never allocate.
+    pages: KVVec<DmaPage>,
     /// Page size and the offset of the region in its first page.
     layout: PageLayout,
     /// Start of the region as SGEs and the wire name it.
@@ -68,8 +65,7 @@ struct FastState {
 impl PageMap {
     fn new(max_pages: usize) -> Result<Self> {
         Ok(Self {
-            pages: KVVec::from_elem(0u64, max_pages, crate::params::gfp_user())?,
-            npages: 0,
+            pages: KVVec::with_capacity(max_pages, crate::params::gfp_user())?,
             layout: PageLayout::default(),
             iova: 0,
             length: 0,
@@ -97,8 +93,8 @@ impl PageLists {
 }
 
 impl FastRegion {
-    /// A free region of protection domain `pd_id` under `key`, over kernel memory `dma`.
-    pub(crate) fn new(pd_id: u64, key: Key, lists: PageLists, dma: KernelDma) -> Result<Self> {
+    /// A free region of protection domain `pd_id` under `key`.
+    pub(crate) fn new(pd_id: u64, key: Key, lists: PageLists) -> Result<Self> {
         let state = KBox::pin_init(
             BhSpinLock::new(
                 FastState {
@@ -118,7 +114,6 @@ impl FastRegion {
             pd_id,
             index: key.index(),
             max_pages: lists.max_pages,
-            dma,
             state,
         })
     }
@@ -156,15 +151,15 @@ impl FastRegion {
         Ok((region, st.generation))
     }
 
-    /// Calls `f(dma, address, range)` for each piece, within one page, of the `len` bytes at
-    /// byte `off` of the region, under the lock and only if the registration is still
-    /// `generation`.
+    /// Calls `f(page, offset in it, range)` for each piece, within one page, of the `len`
+    /// bytes at byte `off` of the region, under the lock and only if the registration is
+    /// still `generation`.
     pub(crate) fn copy(
         &self,
         generation: u32,
         off: usize,
         len: usize,
-        mut f: impl FnMut(&KernelDma, u64, core::ops::Range<usize>) -> Result,
+        mut f: impl FnMut(&DmaPage, usize, core::ops::Range<usize>) -> Result,
     ) -> Result {
         let st = self.lock();
         if !st.valid || st.generation != generation {
@@ -174,12 +169,11 @@ impl FastRegion {
         if u64::try_from(end)? > st.active.length {
             return Err(EINVAL);
         }
-        let pages = st.active.pages.get(..st.active.npages).ok_or(EINVAL)?;
+        let pages = &st.active.pages;
         st.active
             .layout
             .walk(u64::try_from(off)?, len, EINVAL, |page, in_page, r| {
-                let base = *pages.get(page).ok_or(EINVAL)?;
-                f(&self.dma, base.checked_add(in_page).ok_or(EINVAL)?, r)
+                f(pages.get(page).ok_or(EINVAL)?, usize::try_from(in_page)?, r)
             })
     }
 
@@ -203,13 +197,14 @@ impl FastRegion {
             return Err(EINVAL);
         }
         let st = &mut *st;
-        let n = st.staged.npages;
-        let src = st.staged.pages.get(..n).ok_or(EINVAL)?;
-        let dst = st.active.pages.get_mut(..n).ok_or(EINVAL)?;
-        for (d, s) in dst.iter_mut().zip(src) {
-            *d = *s;
+        st.active.pages.clear();
+        for page in st.staged.pages.iter() {
+            // Both lists have room for `max_pages`, the most the staged one takes.
+            st.active
+                .pages
+                .push_within_capacity(*page)
+                .map_err(|_| EINVAL)?;
         }
-        st.active.npages = n;
         st.active.layout = st.staged.layout;
         st.active.iova = st.staged.iova;
         st.active.length = st.staged.length;
@@ -239,7 +234,7 @@ impl FastRegion {
         if !page_size.is_power_of_two() || page_size < u64::try_from(kernel::page::PAGE_SIZE)? {
             return Err(EINVAL);
         }
-        self.lock().staged.npages = 0;
+        self.lock().staged.pages.clear();
         let n = sg.to_pages(mr)?;
         let mut st = self.lock();
         st.staged.layout = PageLayout {
@@ -253,15 +248,15 @@ impl FastRegion {
 
     /// Takes the next page of a mapping [`Self::map_sg`] is making; `ENOMEM` when the page
     /// list is full (`ib_sg_to_pages` then stops, and reports how far it got).
-    pub(crate) fn map_page(&self, addr: u64) -> Result {
+    pub(crate) fn map_page(&self, page: DmaPage) -> Result {
         let mut st = self.lock();
-        let n = st.staged.npages;
-        if n >= self.max_pages {
+        if st.staged.pages.len() >= self.max_pages {
             return Err(ENOMEM);
         }
-        *st.staged.pages.get_mut(n).ok_or(ENOMEM)? = addr;
-        st.staged.npages = n + 1;
-        Ok(())
+        st.staged
+            .pages
+            .push_within_capacity(page)
+            .map_err(|_| ENOMEM)
     }
 
     /// Prepares an `IB_WR_REG_MR` of `mr`, this region, with `key` when a QP of protection

@@ -128,8 +128,8 @@ impl MrInner {
     pub(crate) fn read(&self, generation: u32, off: usize, out: &mut [u8]) -> Result {
         match self {
             Self::User(u) => u.read(off, out),
-            Self::Fast(f) => f.copy(generation, off, out.len(), |dma, addr, r| {
-                dma.read(addr, out.get_mut(r).ok_or(EINVAL)?)
+            Self::Fast(f) => f.copy(generation, off, out.len(), |page, at, r| {
+                page.read(at, out.get_mut(r).ok_or(EINVAL)?)
             }),
             Self::Window(_) => Err(EINVAL),
         }
@@ -139,8 +139,8 @@ impl MrInner {
     pub(crate) fn write(&self, generation: u32, off: usize, data: &[u8]) -> Result {
         match self {
             Self::User(u) => u.write(off, data),
-            Self::Fast(f) => f.copy(generation, off, data.len(), |dma, addr, r| {
-                dma.write(addr, data.get(r).ok_or(EINVAL)?)
+            Self::Fast(f) => f.copy(generation, off, data.len(), |page, at, r| {
+                page.write(at, data.get(r).ok_or(EINVAL)?)
             }),
             Self::Window(_) => Err(EINVAL),
         }
