@@ -5,14 +5,14 @@
 //! EXPECT: E0624
 
 use kernel::prelude::*;
-use kernel::rdma::wr::KernelDma;
+use kernel::rdma::wr::{KernelDma, Sge};
 
 #[allow(dead_code)]
-fn forge(buf: &mut [u8]) -> Result {
+fn forge(sge: &Sge, buf: &mut [u8]) -> Result {
     // OK: let dma: Option<KernelDma> = None;
     let dma = Some(KernelDma::new()); // FAIL
     match dma {
-        Some(d) => d.read(0, buf),
+        Some(d) => d.read(sge, 0, buf),
         None => Ok(()),
     }
 }

@@ -292,8 +292,14 @@ pub(crate) unsafe extern "C" fn post_recv<T: Driver>(
     from_result(|| {
         // SAFETY: The SRQ is initialised.
         let srq = unsafe { &*srq.cast::<Srq<T>>() };
+        // SAFETY: `uobject` is set by the core before `create_srq` and not changed after.
+        let user = !unsafe { (*srq.ib.get()).uobject }.is_null();
         // SAFETY: Per the function's contract.
-        unsafe { wr::post_recv_chain(wr, bad_wr, |w: &RecvWr<'_>| T::post_srq_recv_wr(srq, w)) }?;
+        unsafe {
+            wr::post_recv_chain(user, wr, bad_wr, |w: &RecvWr<'_>| {
+                T::post_srq_recv_wr(srq, w)
+            })
+        }?;
         Ok(0)
     })
 }

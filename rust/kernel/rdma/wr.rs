@@ -26,7 +26,14 @@ use super::{
 use crate::{bindings, error::from_result, prelude::*};
 use core::ptr::NonNull;
 
-/// A scatter/gather element (`struct ib_sge`).
+/// A scatter/gather element (`struct ib_sge`) of a kernel consumer's work request.
+///
+/// # Invariants
+///
+/// Made only by the `post_send`, `post_recv` and `post_srq_recv` trampolines, from the work
+/// requests of kernel consumers (never from a chain `ib_uverbs_post_send()` built from user
+/// data: those are refused before the driver sees them). With the device's `local_dma_lkey`
+/// it names memory the consumer mapped for DMA and keeps until the request completes.
 #[repr(transparent)]
 #[derive(Clone, Copy)]
 pub struct Sge(bindings::ib_sge);
@@ -289,13 +296,18 @@ pub enum NetworkType {
     Ipv6 = bindings::rdma_network_type_RDMA_NETWORK_IPV6 as u8,
 }
 
-/// Copies to and from the kernel virtual addresses that kernel consumers use as DMA
-/// addresses on a virtual-DMA device.
+/// Copies to and from the memory kernel consumers name in their SGEs by DMA address, on a
+/// virtual-DMA device.
+///
+/// A copy names the [`Sge`] the consumer posted, and a byte range inside it: never an address.
+/// A driver keeps the SGEs of a kernel consumer's work requests (they are `Copy`) beside its
+/// own copy of the request, and hands the one an access falls in to [`KernelDma::read`] or
+/// [`KernelDma::write`], which check that it names DMA-mapped memory (the device's
+/// `local_dma_lkey`) and that the range lies inside it.
 ///
 /// # Invariants
 ///
-/// Only made for QPs created by kernel consumers ([`super::qp::QpInit::kernel_dma`]), whose
-/// work requests name memory the consumer mapped for DMA and keeps until the completion.
+/// Only made for QPs created by kernel consumers ([`super::qp::QpInit::kernel_dma`]).
 pub struct KernelDma(());
 
 impl KernelDma {
@@ -303,50 +315,66 @@ impl KernelDma {
         Self(())
     }
 
-    /// Returns `true` if `[addr, addr + len)` lies in the kernel's direct map (checked at both
-    /// ends: consumers map physically contiguous buffers or scatterlist entries).
-    fn valid(addr: u64, len: usize) -> bool {
-        let Ok(start) = usize::try_from(addr) else {
-            return false;
-        };
-        let Some(last) = start.checked_add(len.saturating_sub(1)) else {
-            return false;
-        };
-        if len == 0 {
-            return true;
+    /// Returns the address of bytes `[at, at + len)` of `sge`, if `sge` names DMA-mapped
+    /// memory by the device's `local_dma_lkey`, the range lies inside it, and both its ends
+    /// are in the kernel's direct map (where the DMA addresses of a virtual-DMA device are:
+    /// `ib_dma_map_*()` hands out `page_address()`s). `None` for an empty range.
+    fn range(sge: &Sge, at: usize, len: usize) -> Result<Option<usize>> {
+        if sge.lkey() != LOCAL_DMA_LKEY {
+            return Err(EINVAL);
         }
+        let end = at.checked_add(len).ok_or(EFAULT)?;
+        if end > usize::try_from(sge.length())? {
+            return Err(EFAULT);
+        }
+        if len == 0 {
+            return Ok(None);
+        }
+        let base = usize::try_from(sge.addr()).map_err(|_| EFAULT)?;
+        let start = base.checked_add(at).ok_or(EFAULT)?;
+        // No overflow: `base + end` is at most `base + length`, checked below as `last + 1`.
+        let last = base.checked_add(end - 1).ok_or(EFAULT)?;
         // SAFETY: `virt_addr_valid` only inspects the address.
-        unsafe {
+        let valid = unsafe {
             bindings::virt_addr_valid(start as *const c_void)
                 && bindings::virt_addr_valid(last as *const c_void)
+        };
+        if valid {
+            Ok(Some(start))
+        } else {
+            Err(EFAULT)
         }
     }
 
-    /// Copies `out.len()` bytes from DMA address `addr`.
-    pub fn read(&self, addr: u64, out: &mut [u8]) -> Result {
-        if !Self::valid(addr, out.len()) {
-            return Err(EFAULT);
-        }
-        // SAFETY: By the type invariant a kernel consumer mapped `[addr, addr + len)` for
-        // DMA and keeps it until the completion; it is in the direct map (checked above).
-        unsafe {
-            core::ptr::copy_nonoverlapping(addr as usize as *const u8, out.as_mut_ptr(), out.len())
+    /// Copies `out.len()` bytes from byte `at` of the memory `sge` names.
+    ///
+    /// `EINVAL` if `sge` does not name memory by DMA address, `EFAULT` if the bytes are not
+    /// all inside it or not in the direct map.
+    pub fn read(&self, sge: &Sge, at: usize, out: &mut [u8]) -> Result {
+        let Some(src) = Self::range(sge, at, out.len())? else {
+            return Ok(());
         };
+        // SAFETY: `sge` is one a kernel consumer posted (only the trampolines make an `Sge`,
+        // from kernel consumers' work requests), naming with `local_dma_lkey` memory it
+        // mapped for DMA and keeps until the request completes; `src..src + len` lies inside
+        // it and in the direct map (checked by `range`). `out` is a distinct Rust buffer.
+        unsafe { core::ptr::copy_nonoverlapping(src as *const u8, out.as_mut_ptr(), out.len()) };
         Ok(())
     }
 
-    /// Copies `data` to DMA address `addr`.
-    pub fn write(&self, addr: u64, data: &[u8]) -> Result {
-        if !Self::valid(addr, data.len()) {
-            return Err(EFAULT);
-        }
-        // SAFETY: As for `read`; the consumer mapped the buffer for the device to write.
-        unsafe {
-            core::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len())
+    /// Copies `data` to byte `at` of the memory `sge` names (see [`KernelDma::read`]).
+    pub fn write(&self, sge: &Sge, at: usize, data: &[u8]) -> Result {
+        let Some(dst) = Self::range(sge, at, data.len())? else {
+            return Ok(());
         };
+        // SAFETY: As for `read`; the consumer mapped the memory for the device to write.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), dst as *mut u8, data.len()) };
         Ok(())
     }
 }
+
+/// The device's `local_dma_lkey` (set when the device is allocated).
+pub(crate) const LOCAL_DMA_LKEY: u32 = 0;
 
 /// Returns the SGE list of a work request.
 ///
@@ -445,9 +473,19 @@ pub(crate) unsafe extern "C" fn post_send<T: Driver>(
 ) -> c_int {
     // SAFETY: The QP is initialised.
     let qp = unsafe { &*ibqp.cast::<Qp<T>>() };
+    // SAFETY: `uobject` is set by the core before `create_qp` and not changed after.
+    let user = !unsafe { (*ibqp).uobject }.is_null();
     from_result(|| {
         if wr.is_null() {
             T::send_doorbell(qp)?;
+        } else if user {
+            // A chain `ib_uverbs_post_send()` built from user data for a user QP, whose
+            // requests go through its ring: nothing of it reaches the driver (its SGEs would
+            // be `Sge`s a user named). The doorbell is rung, as rdma_rxe does for user QPs.
+            // SAFETY: `bad_wr` is valid for writes.
+            unsafe { bad_wr.write(wr) };
+            T::send_doorbell(qp)?;
+            return Err(EINVAL);
         } else {
             // SAFETY: Per the function's contract.
             unsafe { send_chain::<T>(qp, wr, bad_wr) }?;
@@ -530,22 +568,34 @@ pub(crate) unsafe extern "C" fn post_recv<T: Driver>(
 ) -> c_int {
     // SAFETY: The QP is initialised.
     let qp = unsafe { &*ibqp.cast::<Qp<T>>() };
-    // SAFETY: Per the function's contract.
-    from_result(|| unsafe { post_recv_chain(wr, bad_wr, |w| T::post_recv_wr(qp, w)) }.map(|()| 0))
+    // SAFETY: `uobject` is set by the core before `create_qp` and not changed after.
+    let user = !unsafe { (*ibqp).uobject }.is_null();
+    from_result(|| {
+        // SAFETY: Per the function's contract.
+        unsafe { post_recv_chain(user, wr, bad_wr, |w| T::post_recv_wr(qp, w)) }.map(|()| 0)
+    })
 }
 
 /// Hands each receive work request of the chain `wr` to `post`, in order; on the first
 /// failure points `bad_wr` at the request that failed and returns its error (the
-/// `post_recv` and `post_srq_recv` trampolines).
+/// `post_recv` and `post_srq_recv` trampolines). A chain for a `user` queue (one
+/// `ib_uverbs_post_recv()` built from user data; user queues take their requests through their
+/// rings) is refused whole with `EINVAL`: no `Sge` is made from what a user named.
 ///
 /// # Safety
 ///
 /// `wr` is a valid chain; `bad_wr` is valid for writes.
 pub(crate) unsafe fn post_recv_chain(
+    user: bool,
     mut wr: *const bindings::ib_recv_wr,
     bad_wr: *mut *const bindings::ib_recv_wr,
     mut post: impl FnMut(&RecvWr<'_>) -> Result,
 ) -> Result {
+    if user && !wr.is_null() {
+        // SAFETY: `bad_wr` is valid for writes.
+        unsafe { bad_wr.write(wr) };
+        return Err(EINVAL);
+    }
     while !wr.is_null() {
         // SAFETY: Per the function's contract.
         let result = unsafe {

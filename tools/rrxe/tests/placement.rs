@@ -45,8 +45,13 @@ fn list(slot: &[u8]) -> SgeList<'_> {
     l
 }
 
-fn piece(addr: u64, lkey: u32, range: std::ops::Range<usize>) -> SgePiece {
-    SgePiece { addr, lkey, range }
+fn piece(index: usize, addr: u64, lkey: u32, range: std::ops::Range<usize>) -> SgePiece {
+    SgePiece {
+        addr,
+        lkey,
+        index,
+        range,
+    }
 }
 
 /// Walks the list, recording the pieces handed to the callback.
@@ -65,11 +70,12 @@ fn model(sges: &[Sge], offset: u32, len: usize) -> (Vec<SgePiece>, bool) {
     let (off, end) = (u128::from(offset), u128::from(offset) + len as u128);
     let mut out = Vec::new();
     let mut start = 0u128;
-    for &(addr, length, lkey) in sges {
+    for (index, &(addr, length, lkey)) in sges.iter().enumerate() {
         let stop = start + u128::from(length);
         let (lo, hi) = (off.max(start), end.min(stop));
         if len != 0 && lo < hi {
             out.push(piece(
+                index,
                 addr.wrapping_add((lo - start) as u64),
                 lkey,
                 (lo - off) as usize..(hi - off) as usize,
@@ -84,13 +90,16 @@ fn model(sges: &[Sge], offset: u32, len: usize) -> (Vec<SgePiece>, bool) {
 fn one_sge() {
     let s = recv_slot(&[(0x1000, 100, 7)]);
     let l = list(&s);
-    assert_eq!(walk(l, 0, 100), (vec![piece(0x1000, 7, 0..100)], Ok(())));
-    assert_eq!(walk(l, 10, 20), (vec![piece(0x100a, 7, 0..20)], Ok(())));
-    assert_eq!(walk(l, 99, 1), (vec![piece(0x1063, 7, 0..1)], Ok(())));
+    assert_eq!(walk(l, 0, 100), (vec![piece(0, 0x1000, 7, 0..100)], Ok(())));
+    assert_eq!(walk(l, 10, 20), (vec![piece(0, 0x100a, 7, 0..20)], Ok(())));
+    assert_eq!(walk(l, 99, 1), (vec![piece(0, 0x1063, 7, 0..1)], Ok(())));
     // One byte past the end: the piece the list holds is visited, then the walk fails.
     assert_eq!(
         walk(l, 50, 51),
-        (vec![piece(0x1032, 7, 0..50)], Err(SgeWalkError::TooShort))
+        (
+            vec![piece(0, 0x1032, 7, 0..50)],
+            Err(SgeWalkError::TooShort)
+        )
     );
     assert_eq!(walk(l, 100, 1), (vec![], Err(SgeWalkError::TooShort)));
 }
@@ -103,9 +112,9 @@ fn pieces_across_sges_in_order() {
         walk(l, 5, 40),
         (
             vec![
-                piece(0x1005, 1, 0..5),
-                piece(0x2000, 2, 5..25),
-                piece(0x3000, 3, 25..40)
+                piece(0, 0x1005, 1, 0..5),
+                piece(1, 0x2000, 2, 5..25),
+                piece(2, 0x3000, 3, 25..40)
             ],
             Ok(())
         )
@@ -115,9 +124,9 @@ fn pieces_across_sges_in_order() {
         walk(l, 0, 60),
         (
             vec![
-                piece(0x1000, 1, 0..10),
-                piece(0x2000, 2, 10..30),
-                piece(0x3000, 3, 30..60)
+                piece(0, 0x1000, 1, 0..10),
+                piece(1, 0x2000, 2, 10..30),
+                piece(2, 0x3000, 3, 30..60)
             ],
             Ok(())
         )
@@ -126,16 +135,19 @@ fn pieces_across_sges_in_order() {
     assert_eq!(
         walk(l, 0, 30),
         (
-            vec![piece(0x1000, 1, 0..10), piece(0x2000, 2, 10..30)],
+            vec![piece(0, 0x1000, 1, 0..10), piece(1, 0x2000, 2, 10..30)],
             Ok(())
         )
     );
     // An offset beyond several SGEs skips them entirely.
-    assert_eq!(walk(l, 31, 29), (vec![piece(0x3001, 3, 0..29)], Ok(())));
-    assert_eq!(walk(l, 30, 30), (vec![piece(0x3000, 3, 0..30)], Ok(())));
+    assert_eq!(walk(l, 31, 29), (vec![piece(2, 0x3001, 3, 0..29)], Ok(())));
+    assert_eq!(walk(l, 30, 30), (vec![piece(2, 0x3000, 3, 0..30)], Ok(())));
     assert_eq!(
         walk(l, 31, 30),
-        (vec![piece(0x3001, 3, 0..29)], Err(SgeWalkError::TooShort))
+        (
+            vec![piece(2, 0x3001, 3, 0..29)],
+            Err(SgeWalkError::TooShort)
+        )
     );
     assert_eq!(walk(l, 60, 1), (vec![], Err(SgeWalkError::TooShort)));
     assert_eq!(walk(l, u32::MAX, 1), (vec![], Err(SgeWalkError::TooShort)));
@@ -159,9 +171,12 @@ fn zero_length_sges_yield_no_piece() {
     let l = list(&s);
     assert_eq!(
         walk(l, 0, 8),
-        (vec![piece(0x2000, 2, 0..4), piece(0x5000, 5, 4..8)], Ok(()))
+        (
+            vec![piece(1, 0x2000, 2, 0..4), piece(4, 0x5000, 5, 4..8)],
+            Ok(())
+        )
     );
-    assert_eq!(walk(l, 4, 4), (vec![piece(0x5000, 5, 0..4)], Ok(())));
+    assert_eq!(walk(l, 4, 4), (vec![piece(4, 0x5000, 5, 0..4)], Ok(())));
     assert_eq!(walk(l, 4, 5).1, Err(SgeWalkError::TooShort));
     // Only zero-length SGEs: nothing to place into.
     let s = recv_slot(&[(0x1000, 0, 1), (0x2000, 0, 2)]);
@@ -193,7 +208,7 @@ fn addresses_wrap_like_the_engine() {
     // The address is not checked here (the lkey check bounds it); it wraps rather than
     // overflowing.
     let s = recv_slot(&[(u64::MAX - 1, 8, 9)]);
-    assert_eq!(walk(list(&s), 4, 4), (vec![piece(2, 9, 0..4)], Ok(())));
+    assert_eq!(walk(list(&s), 4, 4), (vec![piece(0, 2, 9, 0..4)], Ok(())));
 }
 
 #[test]
@@ -222,9 +237,9 @@ fn pieces_iterator_and_completion() {
     let l = list(&s);
     let mut it = l.pieces(5, 10);
     assert!(!it.is_complete());
-    assert_eq!(it.next(), Some(piece(0x1005, 1, 0..5)));
+    assert_eq!(it.next(), Some(piece(0, 0x1005, 1, 0..5)));
     assert!(!it.is_complete());
-    assert_eq!(it.next(), Some(piece(0x2000, 2, 5..10)));
+    assert_eq!(it.next(), Some(piece(1, 0x2000, 2, 5..10)));
     assert!(it.is_complete());
     assert_eq!(it.next(), None);
     assert_eq!(it.next(), None);
@@ -286,7 +301,7 @@ fn send_wqe_gather_list() {
     assert_eq!(
         walk(l, 8, 40),
         (
-            vec![piece(0x1008, 1, 0..8), piece(0x8000, 2, 8..40)],
+            vec![piece(0, 0x1008, 1, 0..8), piece(1, 0x8000, 2, 8..40)],
             Ok(())
         )
     );

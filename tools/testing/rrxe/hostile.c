@@ -31,6 +31,9 @@
  *   hostile_sq_storm_ud      UD QP in RTS, SQ storm (UD sends take their own path)
  *   hostile_rq_storm         RC QP receiving a peer's SENDs and WRITE_WITH_IMMs, RQ storm
  *   hostile_cq_storm         RC pair completing into one CQ whose indices are stormed
+ *   hostile_user_wr_lists    POST_SEND, POST_RECV and POST_SRQ_RECV with a work request list
+ *                            for a user QP and SRQ, its SGE naming kernel memory by the
+ *                            local DMA lkey: each refused, nothing completes
  *   hostile_device_still_works  a fresh context's RC pair: SEND and RDMA WRITE, data checked
  *
  * A storm case passes when every call returned within CALL_LIMIT_S, the CQs went quiet
@@ -1385,6 +1388,162 @@ out:
 	check(cfg->name, ok, why);
 }
 
+/* ---- user_wr_lists --------------------------------------------------------------------------- */
+
+/*
+ * Work request lists a process hands to the legacy POST_SEND, POST_RECV and POST_SRQ_RECV
+ * commands for its own QP and SRQ: ib_core builds ib_send_wr/ib_recv_wr chains from them
+ * and calls the driver. A user QP or SRQ takes its work requests through its ring, so each
+ * list must be refused (EINVAL from the driver, or EOPNOTSUPP from the core where the
+ * command is not enabled), whatever its SGEs name: here the device's local_dma_lkey (0)
+ * over a kernel address, which must never be read or written.
+ */
+struct raw_post_recv {
+	uint32_t command;
+	uint16_t in_words, out_words;
+	uint64_t response;
+	uint32_t handle, wr_count, sge_count, wqe_size;
+};
+_Static_assert(sizeof(struct raw_post_recv) == 32, "struct ibv_post_recv");
+#define IB_USER_VERBS_CMD_POST_RECV 29
+#define IB_USER_VERBS_CMD_POST_SRQ_RECV 30
+#define KERNEL_ADDR 0xffff888000100000ull	/* the x86-64 direct map's start, plus 1 MiB */
+
+/* Writes one work request (WR, WR_LEN bytes) with one SGE {KERNEL_ADDR, 64, 0}. */
+static int raw_post(int fd, uint32_t command, uint32_t handle, const uint8_t *wr,
+		    size_t wr_len)
+{
+	uint32_t resp[2] = { 0, 0 };
+	struct {
+		struct raw_post_recv h;
+		uint8_t wr[56];
+		uint8_t sge[16];
+	} c;
+	size_t len = sizeof(c.h) + wr_len + sizeof(c.sge);
+
+	memset(&c, 0, sizeof(c));
+	c.h.command = command;
+	c.h.in_words = len / 4;
+	c.h.out_words = sizeof(resp) / 4;
+	c.h.response = (uintptr_t)&resp;
+	c.h.handle = handle;
+	c.h.wr_count = 1;
+	c.h.sge_count = 1;
+	c.h.wqe_size = wr_len;
+	memcpy(c.wr, wr, wr_len);
+	/* The SGEs follow the work requests. */
+	put64((uint8_t *)&c + sizeof(c.h) + wr_len, 0, KERNEL_ADDR);
+	put32((uint8_t *)&c + sizeof(c.h) + wr_len, 8, 64);
+	put32((uint8_t *)&c + sizeof(c.h) + wr_len, 12, 0);
+	return write(fd, &c, len) == (ssize_t)len ? 0 : errno;
+}
+
+static int user_wr_lists(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_qp *qp = NULL;
+	struct ibv_srq *srq = NULL;
+	int ok = 0;
+
+	cur_step = "user_wr_lists: creating a CQ, a QP, an SRQ";
+	if (cq) {
+		struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq,
+					       .qp_type = IBV_QPT_RC,
+					       .cap = { .max_send_wr = 8, .max_recv_wr = 8,
+							.max_send_sge = 1, .max_recv_sge = 1,
+							.max_inline_data = 64 } };
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+
+		qp = ibv_create_qp(pd, &ia);
+		srq = ibv_create_srq(pd, &sa);
+	}
+	if (!cq || !qp || !srq) {
+		set_why("creating a CQ, a QP and an SRQ: %s", strerror(errno));
+		goto out;
+	}
+	if (rc_up(NULL, qp, qp->qp_num, &calm_conn)) {
+		set_why("bringing the QP to RTS: %s", strerror(errno));
+		goto out;
+	}
+	{
+		/* struct ib_uverbs_send_wr: wr_id, num_sge @8, opcode @12, send_flags @16. */
+		static const struct { uint32_t opcode, flags; const char *what; } sends[] = {
+			{ 2, 8, "an inline SEND" },		/* IB_WR_SEND, IB_SEND_INLINE */
+			{ 2, 2, "a signaled SEND" },		/* IB_SEND_SIGNALED */
+			{ 0, 2, "an RDMA WRITE" },
+		};
+		uint8_t wr[56];
+		int e;
+
+		for (size_t i = 0; i < sizeof(sends) / sizeof(sends[0]); i++) {
+			memset(wr, 0, sizeof(wr));
+			put64(wr, 0, 100 + i);
+			put32(wr, 8, 1);
+			put32(wr, 12, sends[i].opcode);
+			put32(wr, 16, sends[i].flags);
+			put64(wr, 24, (uintptr_t)buf);
+			put32(wr, 32, mr->rkey);
+			cur_step = "user_wr_lists: POST_SEND with a list";
+			e = raw_post(qp->context->cmd_fd, IB_USER_VERBS_CMD_POST_SEND, qp->handle,
+				     wr, sizeof(wr));
+			if (e != EINVAL) {
+				set_why("POST_SEND of %s naming kernel memory: %s, not EINVAL",
+					sends[i].what, e ? strerror(e) : "accepted");
+				goto out;
+			}
+		}
+		/* struct ib_uverbs_recv_wr: wr_id, num_sge @8. */
+		memset(wr, 0, 16);
+		put64(wr, 0, 200);
+		put32(wr, 8, 1);
+		/*
+		 * rdma_rxe's command mask, which rrxe keeps, leaves these two out (the core
+		 * answers EOPNOTSUPP); a driver that enabled them still refuses (EINVAL).
+		 */
+		cur_step = "user_wr_lists: POST_RECV with a list";
+		e = raw_post(qp->context->cmd_fd, IB_USER_VERBS_CMD_POST_RECV, qp->handle, wr, 16);
+		printf("# hostile_user_wr_lists: POST_RECV answered %s\n", strerror(e));
+		if (e != EINVAL && e != EOPNOTSUPP) {
+			set_why("POST_RECV naming kernel memory: %s, not refused",
+				e ? strerror(e) : "accepted");
+			goto out;
+		}
+		cur_step = "user_wr_lists: POST_SRQ_RECV with a list";
+		e = raw_post(srq->context->cmd_fd, IB_USER_VERBS_CMD_POST_SRQ_RECV, srq->handle,
+			     wr, 16);
+		printf("# hostile_user_wr_lists: POST_SRQ_RECV answered %s\n", strerror(e));
+		if (e != EINVAL && e != EOPNOTSUPP) {
+			set_why("POST_SRQ_RECV naming kernel memory: %s, not refused",
+				e ? strerror(e) : "accepted");
+			goto out;
+		}
+	}
+	{
+		/* Nothing was queued: the CQ stays empty. */
+		struct ibv_wc wc;
+
+		cur_step = "user_wr_lists: polling";
+		usleep(200000);
+		if (ibv_poll_cq(cq, 1, &wc) != 0) {
+			set_why("a completion (wr_id %llu) for a refused list",
+				(unsigned long long)wc.wr_id);
+			goto out;
+		}
+	}
+	ok = 1;
+out:
+	cur_step = "user_wr_lists: destroying";
+	if (srq && ibv_destroy_srq(srq))
+		ok = 0;
+	if (qp && ibv_destroy_qp(qp))
+		ok = 0;
+	if (cq && ibv_destroy_cq(cq))
+		ok = 0;
+	if (!ok && !why[0])
+		set_why("destroying the CQ, QP or SRQ failed");
+	return ok;
+}
+
 /* ---- device_still_works ------------------------------------------------------------------- */
 
 static int device_still_works(const char *dev)
@@ -1552,6 +1711,13 @@ int main(int argc, char **argv)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run_storm_case(&cases[i], (int)i);
+
+	/* Work request lists for a user QP and SRQ through the legacy commands. */
+	begin_case("hostile_user_wr_lists");
+	why[0] = 0;
+	ok = user_wr_lists();
+	alarm(0);
+	check("hostile_user_wr_lists", ok, why);
 
 	/* Another context on the same device: a clean pair, SEND and RDMA WRITE. */
 	begin_case("hostile_device_still_works");

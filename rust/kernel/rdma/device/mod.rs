@@ -278,7 +278,7 @@ impl<T: Driver> UnregisteredDevice<T> {
             (*ib).phys_port_cnt = params.phys_port_cnt;
             (*ib).num_comp_vectors = params.num_comp_vectors.try_into().unwrap_or(1);
             (*ib).node_guid = params.node_guid.to_be();
-            (*ib).local_dma_lkey = 0;
+            (*ib).local_dma_lkey = super::wr::LOCAL_DMA_LKEY;
             for cmd in params.uverbs_cmds {
                 (*ib).uverbs_cmd_mask |= 1u64 << (*cmd as u32);
             }

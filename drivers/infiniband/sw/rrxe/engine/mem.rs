@@ -9,9 +9,37 @@ use super::QpShared;
 use crate::mem::{is_write, Accessor, BindRequest, Key, Mem, Need};
 use crate::odp::{Fault, Resume, FAULT_AHEAD};
 use crate::proto::target::AccessError;
-use crate::proto::uabi::{SgeList, SgeWalkError};
+use crate::proto::uabi::{SgeList, SgePiece, SgeWalkError};
 use kernel::prelude::*;
-use kernel::rdma::mr::AccessFlags;
+use kernel::rdma::{mr::AccessFlags, wr::Sge};
+
+/// A WQE's local scatter list (its lkeys name registered regions, or kernel memory by DMA
+/// address), with, for a kernel consumer's WQE, the SGEs as it posted them: an access to
+/// kernel memory names the posted SGE it falls in, never an address
+/// ([`KernelDma`](kernel::rdma::wr::KernelDma)).
+#[derive(Clone, Copy)]
+pub(crate) struct Local<'a> {
+    list: SgeList<'a>,
+    /// Entry `i` is the SGE posted as entry `i` of `list`; empty for a user's WQE.
+    posted: &'a [Option<Sge>],
+}
+
+impl<'a> Local<'a> {
+    /// Returns the scatter list `list`, whose SGEs were posted as `posted`.
+    pub(crate) fn new(list: SgeList<'a>, posted: &'a [Option<Sge>]) -> Self {
+        Self { list, posted }
+    }
+
+    /// Returns the list.
+    pub(crate) fn list(&self) -> SgeList<'a> {
+        self.list
+    }
+
+    /// Returns the SGE piece `p` lies in, as posted (`None` for a user's WQE).
+    fn posted(&self, p: &SgePiece) -> Option<&'a Sge> {
+        self.posted.get(p.index)?.as_ref()
+    }
+}
 
 impl QpShared {
     /// Who this QP is to the key table.
@@ -27,24 +55,42 @@ impl QpShared {
     /// ([`KeyTable::resolve`](crate::mem::KeyTable::resolve)). `EINVAL` for anything but
     /// memory this QP may access so ([`Self::resolve_why`] says why).
     pub(super) fn resolve(&self, key: Key, va: u64, len: u32, need: Need) -> Result<Mem<'_>> {
-        self.resolve_why(key, va, len, need).map_err(|_| EINVAL)
+        self.resolve_why(key, va, len, need, None)
+            .map_err(|_| EINVAL)
     }
 
-    /// [`Self::resolve`], with the reason of a refusal.
-    pub(super) fn resolve_why(
-        &self,
+    /// [`Self::resolve`] for a piece of a kernel consumer's SGE `posted`, as it posted it (the
+    /// only way to reach kernel memory by DMA address).
+    pub(super) fn resolve_posted<'a>(
+        &'a self,
         key: Key,
         va: u64,
         len: u32,
         need: Need,
-    ) -> Result<Mem<'_>, AccessError> {
-        self.dev.keys.resolve(self.accessor(), key, va, len, need)
+        posted: Option<&Sge>,
+    ) -> Result<Mem<'a>> {
+        self.resolve_why(key, va, len, need, posted)
+            .map_err(|_| EINVAL)
+    }
+
+    /// [`Self::resolve_posted`], with the reason of a refusal.
+    pub(super) fn resolve_why<'a>(
+        &'a self,
+        key: Key,
+        va: u64,
+        len: u32,
+        need: Need,
+        posted: Option<&Sge>,
+    ) -> Result<Mem<'a>, AccessError> {
+        self.dev
+            .keys
+            .resolve(self.accessor(), key, va, len, need, posted)
     }
 
     /// Why `key` is refused for an access of `len` bytes at `va` with `need`, for debug
     /// messages (the key is resolved again: if it passes now, the copy itself failed).
     pub(super) fn refusal(&self, key: Key, va: u64, len: u32, need: Need) -> &'static str {
-        match self.resolve_why(key, va, len, need) {
+        match self.resolve_why(key, va, len, need, None) {
             Ok(_) => "the memory could not be copied",
             Err(e) => e.reason(),
         }
@@ -142,10 +188,10 @@ impl QpShared {
     ) -> bool {
         let write = is_write(need);
         let mut present = true;
-        let _ = walk_sges(sges, offset, len, |va, lkey, r| {
-            let n = u32::try_from(r.len())?;
-            if let Ok(mem) = self.resolve(lkey, va, n, need) {
-                present &= mem.is_present(0, r.len(), write);
+        let _ = walk_sges(sges, offset, len, |p| {
+            let n = u32::try_from(p.range.len())?;
+            if let Ok(mem) = self.resolve(Key::from_raw(p.lkey), p.addr, n, need) {
+                present &= mem.is_present(0, p.range.len(), write);
             }
             Ok(())
         });
@@ -164,9 +210,9 @@ impl QpShared {
         resume: Option<Resume>,
     ) -> bool {
         let mut present = true;
-        let _ = walk_sges(sges, offset, len, |va, lkey, r| {
-            let n = u32::try_from(r.len())?;
-            present &= self.ensure_present(lkey, va, n, need, resume);
+        let _ = walk_sges(sges, offset, len, |p| {
+            let n = u32::try_from(p.range.len())?;
+            present &= self.ensure_present(Key::from_raw(p.lkey), p.addr, n, need, resume);
             Ok(())
         });
         present
@@ -199,46 +245,49 @@ impl QpShared {
         self.dev.keys.bind(self.accessor(), req)
     }
 
+    /// Resolves piece `p` of local scatter list `sges` for `need`.
+    fn resolve_piece<'a>(&'a self, sges: &Local<'_>, p: &SgePiece, need: Need) -> Result<Mem<'a>> {
+        let n = u32::try_from(p.range.len())?;
+        self.resolve_posted(Key::from_raw(p.lkey), p.addr, n, need, sges.posted(p))
+    }
+
     /// Checks every piece of the first `len` bytes of a local scatter list for `need`.
-    pub(super) fn check_sges(&self, sges: SgeList<'_>, len: usize, need: Need) -> Result {
-        walk_sges(sges, 0, len, |va, lkey, r| {
-            self.resolve(lkey, va, u32::try_from(r.len())?, need)
-                .map(|_| ())
+    pub(super) fn check_sges(&self, sges: Local<'_>, len: usize, need: Need) -> Result {
+        walk_sges(sges.list, 0, len, |p| {
+            self.resolve_piece(&sges, &p, need).map(|_| ())
         })
     }
 
     /// Copies `out.len()` bytes at byte `offset` of a local scatter list into `out`
     /// (`IB_ACCESS_LOCAL_READ`, implied by every valid lkey).
-    pub(super) fn gather(&self, sges: SgeList<'_>, offset: u32, out: &mut [u8]) -> Result {
-        walk_sges(sges, offset, out.len(), |va, lkey, r| {
-            let out = out.get_mut(r).ok_or(EINVAL)?;
-            self.resolve(lkey, va, u32::try_from(out.len())?, Need::LocalRead)?
-                .read(0, out)
+    pub(super) fn gather(&self, sges: Local<'_>, offset: u32, out: &mut [u8]) -> Result {
+        walk_sges(sges.list, offset, out.len(), |p| {
+            let out = out.get_mut(p.range.clone()).ok_or(EINVAL)?;
+            self.resolve_piece(&sges, &p, Need::LocalRead)?.read(0, out)
         })
     }
 
     /// Writes `data` at byte `offset` of a local scatter list (`IB_ACCESS_LOCAL_WRITE`).
-    pub(super) fn scatter_sges(&self, sges: SgeList<'_>, offset: u32, data: &[u8]) -> Result {
-        walk_sges(sges, offset, data.len(), |va, lkey, r| {
-            let data = data.get(r).ok_or(EINVAL)?;
-            self.resolve(lkey, va, u32::try_from(data.len())?, Need::LocalWrite)?
+    pub(super) fn scatter_sges(&self, sges: Local<'_>, offset: u32, data: &[u8]) -> Result {
+        walk_sges(sges.list, offset, data.len(), |p| {
+            let data = data.get(p.range.clone()).ok_or(EINVAL)?;
+            self.resolve_piece(&sges, &p, Need::LocalWrite)?
                 .write(0, data)
         })
     }
 }
 
-/// Calls `f(va, lkey, range)` for each piece of `[offset, offset + len)` of a scatter/gather
-/// list ([`SgeList::walk`]), where `range` is the piece's place in a buffer of `len` bytes.
-/// Fails with `f`'s error, or `EINVAL` if the list is shorter than `offset + len`.
+/// Calls `f` for each piece of `[offset, offset + len)` of a scatter/gather list
+/// ([`SgeList::walk`]; a piece's `range` is its place in a buffer of `len` bytes). Fails with
+/// `f`'s error, or `EINVAL` if the list is shorter than `offset + len`.
 fn walk_sges(
     sges: SgeList<'_>,
     offset: u32,
     len: usize,
-    mut f: impl FnMut(u64, Key, core::ops::Range<usize>) -> Result,
+    f: impl FnMut(SgePiece) -> Result,
 ) -> Result {
-    sges.walk(offset, len, |p| f(p.addr, Key::from_raw(p.lkey), p.range))
-        .map_err(|e| match e {
-            SgeWalkError::TooShort => EINVAL,
-            SgeWalkError::Callback(e) => e,
-        })
+    sges.walk(offset, len, f).map_err(|e| match e {
+        SgeWalkError::TooShort => EINVAL,
+        SgeWalkError::Callback(e) => e,
+    })
 }

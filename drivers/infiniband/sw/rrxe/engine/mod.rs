@@ -66,6 +66,7 @@ mod ud;
 mod wq;
 mod xmit;
 
+use mem::Local;
 pub(crate) use setup::{QpSetup, QpSrq};
 pub(crate) use srq::{srq_geometry, SrqQueue, SrqRing};
 pub(crate) use wq::{write_sges, KernelRing, Queue, RecvCopy};

@@ -190,7 +190,7 @@ impl QpShared {
             WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd | WrOpcode::AtomicWrite => 8,
             _ => wqe.length(),
         };
-        if let SendData::Sges(sges) = wqe.data() {
+        if let Some(sges) = e.req.shadow.local(id) {
             let n = usize::try_from(len).map_err(|_| WcStatus::LocLenErr)?;
             self.check_sges(sges, n, need)
                 .map_err(|_| WcStatus::LocProtErr)?;
@@ -198,7 +198,7 @@ impl QpShared {
                 // On-demand paging memory not present is faulted in ahead: the payload
                 // before the first packet needs it, a READ's or atomic's destination before
                 // the responses come back.
-                self.ensure_sges_present(sges, 0, n.min(FAULT_AHEAD), need, None);
+                self.ensure_sges_present(sges.list(), 0, n.min(FAULT_AHEAD), need, None);
             }
         }
         Ok(PostedWqe {
@@ -312,7 +312,9 @@ impl QpShared {
                     out.copy_from_slice(src);
                     Ok(())
                 }
-                (None, SendData::Sges(sges)) => self.gather(sges, p.offset, out),
+                (None, SendData::Sges(_)) => {
+                    self.gather(e.req.shadow.local(p.id).ok_or(EINVAL)?, p.offset, out)
+                }
                 (None, SendData::None) => Ok(()),
             }
         })
@@ -453,10 +455,7 @@ impl QpShared {
     /// Writes READ data or an atomic's original value into the local buffers of the send
     /// WQE whose copy is shadow slot `id`.
     fn place_local(&self, e: &Engine, id: u32, offset: u32, data: &[u8]) -> Result {
-        let wqe = e.req.shadow.wqe(id).ok_or(EINVAL)?;
-        let SendData::Sges(sges) = wqe.data() else {
-            return Err(EINVAL);
-        };
+        let sges = e.req.shadow.local(id).ok_or(EINVAL)?;
         self.scatter_sges(sges, offset, data)
     }
 }

@@ -329,7 +329,6 @@ impl QpShared {
 
     /// Scatters `data` into the current receive WQE at byte `offset`.
     pub(super) fn scatter(&self, e: &Engine, offset: u32, data: &[u8]) -> Result {
-        let w = e.res.rwqe.wqe().ok_or(EINVAL)?;
-        self.scatter_sges(w.sges(), offset, data)
+        self.scatter_sges(e.res.rwqe.local().ok_or(EINVAL)?, offset, data)
     }
 }

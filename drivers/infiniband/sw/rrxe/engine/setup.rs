@@ -98,6 +98,7 @@ impl QpShared {
                             usize::try_from(s.sq_depth.min(s.caps.max_send_wr)).unwrap_or(SQ_SLOTS)
                         }
                     },
+                    s.kernel.is_some(),
                 )?,
                 error: None,
                 drain_due: false,
@@ -113,8 +114,8 @@ impl QpShared {
                     max_msg_size: MAX_MSG_SIZE,
                     length_check: LengthCheck::SgeSum,
                 },
-                rwqe: RecvCopy::new(rq_elem)?,
-                stage: RecvCopy::new(rq_elem)?,
+                rwqe: RecvCopy::new(rq_elem, s.kernel.is_some())?,
+                stage: RecvCopy::new(rq_elem, s.kernel.is_some())?,
                 stage_taken: false,
                 last_wqe_told: false,
                 parked: None,

@@ -3,13 +3,14 @@
 //! The shadow ring of a connected QP's requester: the copies of the send WQEs in flight,
 //! each validated once when it is copied out of the send queue ([`Shadow`]).
 
-use super::SQ_SLOTS;
+use super::{Local, SQ_SLOTS};
 use crate::proto::{
     rc::WcStatus,
-    uabi::{self, CheckedSendWqe, SendQueueParams, SendWqe},
+    uabi::{self, CheckedSendWqe, SendData, SendQueueParams, SendWqe},
 };
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
+use kernel::rdma::wr::Sge;
 
 /// Copies of the send WQEs in flight: up to `SQ_SLOTS` slots (as many as the send queue
 /// depth the QP was created with: a QP of 16 WRs does not pay for 128 copies, nor one of 64
@@ -24,11 +25,15 @@ use kernel::prelude::*;
 ///
 /// `0 < slots <= SQ_SLOTS`, `scratch` holds `elem` bytes, `data` holds `slots * area`
 /// bytes (`area` is `elem` less the WQE's fixed part) and `wqes` `slots` entries,
-/// `next < slots`.
+/// `next < slots`; `posted` holds `slots * per` entries, `per` being `area / SGE_LEN` for a
+/// kernel consumer's QP and 0 for a user's.
 pub(super) struct Shadow {
     scratch: KVVec<u8>,
     data: KVVec<u8>,
     wqes: KVVec<Option<CheckedSendWqe>>,
+    /// A kernel consumer's SGEs as posted, `per` for each slot.
+    posted: KVVec<Option<Sge>>,
+    per: usize,
     area: usize,
     slots: u32,
     /// The slot the next WQE goes to.
@@ -37,15 +42,22 @@ pub(super) struct Shadow {
 
 impl Shadow {
     /// Returns an empty shadow ring of `slots` slots (1 to `SQ_SLOTS`) for WQEs of `elem`
-    /// bytes.
-    pub(super) fn new(elem: usize, slots: usize) -> Result<Self> {
+    /// bytes, of a kernel consumer's QP if `kernel`.
+    pub(super) fn new(elem: usize, slots: usize, kernel: bool) -> Result<Self> {
         let slots = slots.clamp(1, SQ_SLOTS);
         let area = elem.saturating_sub(uabi::SEND_WQE_DATA_OFFSET);
         let len = slots.checked_mul(area).ok_or(EINVAL)?;
+        let per = if kernel { area / uabi::SGE_LEN } else { 0 };
         Ok(Self {
             scratch: KVVec::from_elem(0u8, elem, crate::params::gfp_user())?,
             data: KVVec::from_elem(0u8, len, crate::params::gfp_user())?,
             wqes: KVVec::from_elem(None, slots, crate::params::gfp_user())?,
+            posted: KVVec::from_elem(
+                None,
+                slots.checked_mul(per).ok_or(EINVAL)?,
+                crate::params::gfp_user(),
+            )?,
+            per,
             area,
             slots: u32::try_from(slots).map_err(|_| EINVAL)?,
             next: 0,
@@ -114,13 +126,36 @@ impl Shadow {
         self.wqe(id).ok_or(WcStatus::LocQpOpErr)
     }
 
+    /// Returns the SGEs kept for slot `id` (none for a user QP's).
+    fn posted(&self, id: u32) -> &[Option<Sge>] {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| i.checked_mul(self.per))
+            .and_then(|start| self.posted.get(start..start.checked_add(self.per)?))
+            .unwrap_or_default()
+    }
+
     /// Puts a kernel consumer's checked WQE in slot `id`, with its local data where
-    /// [`CheckedSendWqe::attach_area`] finds it; `None` if the data does not fit.
-    pub(super) fn install(&mut self, id: u32, wqe: CheckedSendWqe, data: &[u8]) -> Option<()> {
+    /// [`CheckedSendWqe::attach_area`] finds it and its SGEs as posted; `None` if they do
+    /// not fit.
+    pub(super) fn install(
+        &mut self,
+        id: u32,
+        wqe: CheckedSendWqe,
+        data: &[u8],
+        posted: &[Option<Sge>],
+    ) -> Option<()> {
         *self.wqes.get_mut(usize::try_from(id).ok()?)? = None;
         self.area_mut(id)?
             .get_mut(..data.len())?
             .copy_from_slice(data);
+        let start = usize::try_from(id).ok()?.checked_mul(self.per)?;
+        let kept = self.posted.get_mut(start..start.checked_add(self.per)?)?;
+        // Element by element: `copy_from_slice`'s length panic is not a path to keep.
+        kept.get_mut(..posted.len())?
+            .iter_mut()
+            .zip(posted)
+            .for_each(|(k, p)| *k = *p);
         *self.wqes.get_mut(usize::try_from(id).ok()?)? = Some(wqe);
         Some(())
     }
@@ -129,6 +164,15 @@ impl Shadow {
     pub(super) fn wqe(&self, id: u32) -> Option<SendWqe<'_>> {
         let checked = (*self.wqes.get(usize::try_from(id).ok()?)?)?;
         checked.attach_area(self.area(id)?)
+    }
+
+    /// Returns the local scatter list of the validated WQE in slot `id` (with its SGEs as
+    /// posted), if it has one.
+    pub(super) fn local(&self, id: u32) -> Option<Local<'_>> {
+        match self.wqe(id)?.data() {
+            SendData::Sges(sges) => Some(Local::new(sges, self.posted(id))),
+            _ => None,
+        }
     }
 
     /// Starts over from slot 0 (the QP went back to RESET).

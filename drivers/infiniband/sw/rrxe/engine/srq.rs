@@ -216,7 +216,7 @@ impl SrqQueue {
         let Ring::Kernel(k) = &mut q.ring else {
             return Err(EINVAL);
         };
-        k.push(|area| {
+        k.push(wr.sges, |area| {
             write_sges(area, wr.sges)?;
             CheckedRecvWqe::from_kernel(wr.wr_id, n, area, &self.params).map_err(|_| EINVAL)
         })
@@ -237,8 +237,8 @@ impl SrqQueue {
         let len = match &q.ring {
             Ring::User(r) => copy.load_user(r, &slot, &self.params)?,
             Ring::Kernel(k) => {
-                let (w, data) = k.get(&slot).ok_or(EINVAL)?;
-                copy.load_kernel(w, data)?
+                let (w, data, posted) = k.get(&slot).ok_or(EINVAL)?;
+                copy.load_kernel(w, data, posted)?
             }
         };
         let p = q.consumer.advance(prod).map_err(|_| EINVAL)?;

@@ -149,7 +149,7 @@ impl QpShared {
                     out.copy_from_slice(bytes.get(..out.len()).ok_or(EINVAL)?);
                     Ok(())
                 }
-                SendData::Sges(sges) => self.gather(sges, 0, out),
+                SendData::Sges(_) => self.gather(e.req.shadow.local(0).ok_or(EINVAL)?, 0, out),
                 SendData::None => Ok(()),
             }
         });

@@ -20,7 +20,7 @@
 //! [`validate_recv_wqe`]: crate::proto::uabi::validate_recv_wqe
 //! [`Shadow`]: super::req::Shadow
 
-use super::{Engine, QpShared};
+use super::{Engine, Local, QpShared};
 use crate::mem::{Key, Need};
 use crate::proto::{
     rc::WcStatus,
@@ -84,13 +84,16 @@ pub(super) fn split(sq: Queue, rq: Option<Queue>) -> Result<Queues> {
 }
 
 /// A kernel consumer's work queue: checked work requests, each with its local data (an SGE
-/// list in the layout of `struct ib_sge`, or an inline payload) in a data area of its own.
+/// list in the layout of `struct ib_sge`, or an inline payload) in a data area of its own,
+/// and the SGEs as the consumer posted them ([`Sge`]: what names its memory by DMA address).
 ///
 /// # Invariants
 ///
-/// `wqes` has one entry per slot of the producer's geometry and `data` `data_len` bytes per
-/// slot; the entries from the last published consumer index to the producer index are
-/// `Some`, each checked with the data in its area.
+/// `wqes` has one entry per slot of the producer's geometry, `data` `data_len` bytes per
+/// slot and `posted` `data_len / SGE_LEN` entries per slot; the entries from the last
+/// published consumer index to the producer index are `Some`, each checked with the data in
+/// its area, its SGE list (if it has one) the bytes of the `Sge`s at the start of its
+/// `posted` entries.
 pub(crate) struct KernelRing<W> {
     producer: KernelProducer,
     /// The consumer index the data path published last.
@@ -98,6 +101,7 @@ pub(crate) struct KernelRing<W> {
     wqes: KVVec<Option<W>>,
     data: KVVec<u8>,
     data_len: usize,
+    posted: KVVec<Option<Sge>>,
 }
 
 impl<W: Copy> KernelRing<W> {
@@ -114,6 +118,11 @@ impl<W: Copy> KernelRing<W> {
                 crate::params::gfp_user(),
             )?,
             data_len,
+            posted: KVVec::from_elem(
+                None,
+                slots.checked_mul(data_len / uabi::SGE_LEN).ok_or(EINVAL)?,
+                crate::params::gfp_user(),
+            )?,
         })
     }
 
@@ -127,12 +136,15 @@ impl<W: Copy> KernelRing<W> {
         self.consumer = p.value;
     }
 
-    /// Returns the WQE posted in `slot` and its data.
-    pub(crate) fn get(&self, slot: &Slot) -> Option<(W, &[u8])> {
+    /// Returns the WQE posted in `slot`, its data and its SGEs as posted.
+    pub(crate) fn get(&self, slot: &Slot) -> Option<Posted<'_, W>> {
         let i = usize::try_from(slot.index).ok()?;
         let w = (*self.wqes.get(i)?)?;
         let start = i.checked_mul(self.data_len)?;
-        Some((w, self.data.get(start..start.checked_add(self.data_len)?)?))
+        let data = self.data.get(start..start.checked_add(self.data_len)?)?;
+        let per = self.data_len / uabi::SGE_LEN;
+        let start = i.checked_mul(per)?;
+        Some((w, data, self.posted.get(start..start.checked_add(per)?)?))
     }
 
     /// Moves the WQEs `old` holds from `consumer` (the data path's index in it) to its
@@ -147,8 +159,8 @@ impl<W: Copy> KernelRing<W> {
         }
         let mut idx = consumer;
         for _ in 0..n {
-            let (w, data) = old.get(&geo.slot(idx)).ok_or(EINVAL)?;
-            self.push(|area| {
+            let (w, data, posted) = old.get(&geo.slot(idx)).ok_or(EINVAL)?;
+            self.push_posted(posted, |area| {
                 area.get_mut(..data.len())
                     .ok_or(EINVAL)?
                     .copy_from_slice(data);
@@ -160,9 +172,37 @@ impl<W: Copy> KernelRing<W> {
     }
 
     /// Appends the WQE `fill` checks after putting its data in the (cleared) data area it
-    /// is given; nothing is posted if `fill` fails. `ENOMEM` if the queue is full (as
-    /// hardware drivers answer `ib_post_send` on a full queue).
-    pub(crate) fn push(&mut self, fill: impl FnOnce(&mut [u8]) -> Result<W>) -> Result {
+    /// is given, with `sges` (the SGEs the consumer posted with it, those `fill` writes as its
+    /// SGE list; none for an inline payload); nothing is posted if `fill` fails. `ENOMEM` if
+    /// the queue is full (as hardware drivers answer `ib_post_send` on a full queue).
+    pub(crate) fn push(
+        &mut self,
+        sges: &[Sge],
+        fill: impl FnOnce(&mut [u8]) -> Result<W>,
+    ) -> Result {
+        self.push_each(sges.len(), |i| sges.get(i).copied(), fill)
+    }
+
+    /// [`Self::push`], with the SGEs kept as another ring keeps them.
+    fn push_posted(
+        &mut self,
+        posted: &[Option<Sge>],
+        fill: impl FnOnce(&mut [u8]) -> Result<W>,
+    ) -> Result {
+        self.push_each(posted.len(), |i| posted.get(i).copied().flatten(), fill)
+    }
+
+    /// [`Self::push`] for `n` SGEs, the `i`th `sge(i)`.
+    fn push_each(
+        &mut self,
+        n: usize,
+        sge: impl Fn(usize) -> Option<Sge>,
+        fill: impl FnOnce(&mut [u8]) -> Result<W>,
+    ) -> Result {
+        let per = self.data_len / uabi::SGE_LEN;
+        if n > per {
+            return Err(EINVAL);
+        }
         let r = self.producer.reserve(self.consumer).map_err(|_| ENOMEM)?;
         let i = usize::try_from(r.slot().index)?;
         let start = i.checked_mul(self.data_len).ok_or(EINVAL)?;
@@ -172,11 +212,22 @@ impl<W: Copy> KernelRing<W> {
             .ok_or(EINVAL)?;
         area.fill(0);
         let w = fill(area)?;
+        let start = i.checked_mul(per).ok_or(EINVAL)?;
+        let kept = self
+            .posted
+            .get_mut(start..start.checked_add(per).ok_or(EINVAL)?)
+            .ok_or(EINVAL)?;
+        for (j, k) in kept.iter_mut().enumerate() {
+            *k = sge(j);
+        }
         *self.wqes.get_mut(i).ok_or(EINVAL)? = Some(w);
         self.producer.commit(r).map_err(|_| EINVAL)?;
         Ok(())
     }
 }
+
+/// A WQE of a [`KernelRing`]: what was checked, its data area, its SGEs as posted.
+pub(crate) type Posted<'a, W> = (W, &'a [u8], &'a [Option<Sge>]);
 
 /// A kernel consumer's send and receive queues, kept under the engine lock.
 pub(crate) struct KernelQueues {
@@ -185,24 +236,38 @@ pub(crate) struct KernelQueues {
 }
 
 /// The data path's copy of a receive WQE (the head it looks at, or the one being filled):
-/// the slot's bytes, and what was checked of them.
+/// the slot's bytes, and what was checked of them; for a kernel consumer's WQE, its SGEs as
+/// posted.
 pub(crate) struct RecvCopy {
     buf: KVVec<u8>,
     wqe: Option<CheckedRecvWqe>,
+    /// Room for as many SGEs as `buf` holds for a kernel consumer's QP, empty for a user's.
+    posted: KVVec<Option<Sge>>,
 }
 
 impl RecvCopy {
-    /// Returns an empty copy for WQEs of `elem` bytes.
-    pub(super) fn new(elem: usize) -> Result<Self> {
+    /// Returns an empty copy for WQEs of `elem` bytes (of a kernel consumer if `kernel`).
+    pub(super) fn new(elem: usize, kernel: bool) -> Result<Self> {
+        let sges = if kernel {
+            elem.saturating_sub(RECV_WQE_DATA_OFFSET) / uabi::SGE_LEN
+        } else {
+            0
+        };
         Ok(Self {
             buf: KVVec::from_elem(0u8, elem, crate::params::gfp_user())?,
             wqe: None,
+            posted: KVVec::from_elem(None, sges, crate::params::gfp_user())?,
         })
     }
 
     /// Returns the checked WQE, if there is one.
     pub(super) fn wqe(&self) -> Option<RecvWqe<'_>> {
         self.wqe?.attach(&self.buf)
+    }
+
+    /// Returns the checked WQE's scatter list, with its SGEs as posted.
+    pub(super) fn local(&self) -> Option<Local<'_>> {
+        Some(Local::new(self.wqe()?.sges(), &self.posted))
     }
 
     /// Returns the work request id (0 if no WQE was checked into the copy).
@@ -225,13 +290,22 @@ impl RecvCopy {
         Ok(length)
     }
 
-    /// Takes a kernel consumer's checked WQE and its SGE list; returns its length.
-    pub(crate) fn load_kernel(&mut self, w: CheckedRecvWqe, data: &[u8]) -> Result<u32> {
+    /// Takes a kernel consumer's checked WQE, its SGE list and its SGEs as posted; returns
+    /// its length.
+    pub(crate) fn load_kernel(
+        &mut self,
+        w: CheckedRecvWqe,
+        data: &[u8],
+        posted: &[Option<Sge>],
+    ) -> Result<u32> {
         self.wqe = None;
         let area = self.buf.get_mut(RECV_WQE_DATA_OFFSET..).ok_or(EINVAL)?;
         area.get_mut(..data.len())
             .ok_or(EINVAL)?
             .copy_from_slice(data);
+        // Element by element: `copy_from_slice`'s length panic is not a path to keep.
+        let kept = self.posted.get_mut(..posted.len()).ok_or(EINVAL)?;
+        kept.iter_mut().zip(posted).for_each(|(k, p)| *k = *p);
         self.wqe = Some(w);
         Ok(self.wqe().ok_or(EINVAL)?.length())
     }
@@ -273,7 +347,7 @@ impl QpShared {
                 q.read_prefix(slot, &mut hdr)
                     .map_or(0, |()| uabi::slot_wr_id(&hdr))
             }
-            (None, Some(k)) => k.sq.get(slot).map_or(0, |(w, _)| w.wr_id()),
+            (None, Some(k)) => k.sq.get(slot).map_or(0, |(w, ..)| w.wr_id()),
             (None, None) => 0,
         }
     }
@@ -292,10 +366,10 @@ impl QpShared {
                 e.req.shadow.check(id, &e.req.params).map(|_| ())
             }
             (None, Some(k)) => {
-                let (w, data) = k.sq.get(slot).ok_or(WcStatus::LocQpOpErr)?;
+                let (w, data, posted) = k.sq.get(slot).ok_or(WcStatus::LocQpOpErr)?;
                 e.req
                     .shadow
-                    .install(id, w, data)
+                    .install(id, w, data, posted)
                     .ok_or(WcStatus::LocQpOpErr)
             }
             (None, None) => Err(WcStatus::LocQpOpErr),
@@ -331,7 +405,7 @@ impl QpShared {
                 q.read_prefix(slot, &mut hdr)
                     .map_or(0, |()| uabi::slot_wr_id(&hdr))
             }
-            (None, Some(k)) => k.get(slot).map_or(0, |(w, _)| w.wr_id()),
+            (None, Some(k)) => k.get(slot).map_or(0, |(w, ..)| w.wr_id()),
             (None, None) => 0,
         }
     }
@@ -342,8 +416,8 @@ impl QpShared {
         match (&self.rq, e.kq.as_ref().and_then(|k| k.rq.as_ref())) {
             (Some(q), _) => e.res.stage.load_user(q, slot, &e.res.params),
             (None, Some(k)) => {
-                let (w, data) = k.get(slot).ok_or(EINVAL)?;
-                e.res.stage.load_kernel(w, data)
+                let (w, data, posted) = k.get(slot).ok_or(EINVAL)?;
+                e.res.stage.load_kernel(w, data, posted)
             }
             (None, None) => Err(EINVAL),
         }
@@ -359,8 +433,10 @@ impl QpShared {
             // core points `bad_wr` at the request), as any other malformed request.
             let params = e.req.params;
             let k = e.kq.as_mut().ok_or(EINVAL)?;
-            k.sq.push(|area| {
-                let data = if wr.flags.contains(SendFlags::INLINE) {
+            let inline = wr.flags.contains(SendFlags::INLINE);
+            // An inline payload is copied now: its SGEs are not kept.
+            k.sq.push(if inline { &[] } else { sges }, |area| {
+                let data = if inline {
                     // Copied now: the consumer may reuse its buffers as soon as
                     // `ib_post_send` returns.
                     KernelData::Inline(this.copy_inline(area, sges)?)
@@ -378,7 +454,7 @@ impl QpShared {
         self.with_engine(|this, e, ev| {
             let params = e.res.params;
             let k = e.kq.as_mut().and_then(|k| k.rq.as_mut()).ok_or(EINVAL)?;
-            k.push(|area| {
+            k.push(sges, |area| {
                 write_sges(area, sges)?;
                 let n = u32::try_from(sges.len())?;
                 CheckedRecvWqe::from_kernel(wr_id, n, area, &params).map_err(|_| EINVAL)
@@ -398,11 +474,12 @@ impl QpShared {
             let n = usize::try_from(s.length())?;
             let end = off.checked_add(n).ok_or(EINVAL)?;
             let dst = area.get_mut(off..end).ok_or(EINVAL)?;
-            self.resolve(
+            self.resolve_posted(
                 Key::from_raw(s.lkey()),
                 s.addr(),
                 s.length(),
                 Need::LocalRead,
+                Some(s),
             )?
             .read(0, dst)?;
             off = end;

@@ -7,8 +7,8 @@
 //! the accessing QP's protection domain (a type 2B window: the QP itself), the bounds and
 //! the access right the operation needs, before any byte moves ([`KeyTable::resolve`]). The
 //! device's `local_dma_lkey` ([`LOCAL_DMA_LKEY`]) in a kernel consumer's scatter list names
-//! kernel memory by DMA address instead; only a kernel consumer's QP has one, and its range
-//! is checked on each copy.
+//! kernel memory by DMA address instead; only a kernel consumer's QP has one, and only inside
+//! an SGE the consumer posted (the access names that SGE, checked again on each copy).
 //!
 //! Fast registration and invalidation (`IB_WR_REG_MR`, `IB_WR_LOCAL_INV`, a received SEND
 //! with invalidate) change which key resolves to a fast region; memory window binds and
@@ -18,7 +18,10 @@
 use super::{BindRequest, Key, KeyTable, MrInner, Need, LOCAL_DMA_LKEY};
 use crate::proto::target::AccessError;
 use kernel::prelude::*;
-use kernel::rdma::{mr::AccessFlags, wr::KernelDma};
+use kernel::rdma::{
+    mr::AccessFlags,
+    wr::{KernelDma, Sge},
+};
 use kernel::sync::Arc;
 
 /// Who accesses memory: a QP, by its protection domain and number, and its access to kernel
@@ -44,12 +47,15 @@ pub(crate) enum Mem<'a> {
         /// The registration it was checked under (fast regions).
         generation: u32,
     },
-    /// Kernel memory at DMA address `addr` (a kernel consumer's `local_dma_lkey`).
+    /// Kernel memory a kernel consumer's SGE names by DMA address (`local_dma_lkey`), from
+    /// byte `at` of it.
     Kernel {
         /// The QP's access to kernel memory.
         dma: &'a KernelDma,
-        /// Start of the access.
-        addr: u64,
+        /// The SGE as the consumer posted it.
+        sge: Sge,
+        /// Offset of the access in the SGE.
+        at: usize,
     },
 }
 
@@ -62,7 +68,11 @@ impl Mem<'_> {
                 off,
                 generation,
             } => mr.read(*generation, off.checked_add(at).ok_or(EINVAL)?, out),
-            Self::Kernel { dma, addr } => dma.read(offset(*addr, at)?, out),
+            Self::Kernel {
+                dma,
+                sge,
+                at: start,
+            } => dma.read(sge, start.checked_add(at).ok_or(EINVAL)?, out),
         }
     }
 
@@ -74,7 +84,11 @@ impl Mem<'_> {
                 off,
                 generation,
             } => mr.write(*generation, off.checked_add(at).ok_or(EINVAL)?, data),
-            Self::Kernel { dma, addr } => dma.write(offset(*addr, at)?, data),
+            Self::Kernel {
+                dma,
+                sge,
+                at: start,
+            } => dma.write(sge, start.checked_add(at).ok_or(EINVAL)?, data),
         }
     }
 
@@ -89,11 +103,6 @@ impl Mem<'_> {
             Self::Kernel { .. } => true,
         }
     }
-}
-
-/// Returns `addr + at`, if it does not wrap.
-fn offset(addr: u64, at: usize) -> Result<u64> {
-    addr.checked_add(u64::try_from(at)?).ok_or(EINVAL)
 }
 
 /// Returns whether `need` writes the memory (an access that faults pages in for writing).
@@ -113,7 +122,8 @@ impl KeyTable {
     /// Resolves `key` for an access by `by` of `len` bytes at `va` with the right `need`:
     /// the region it names (of `by`'s PD, holding the whole range, granting `need`; through
     /// a window bound to it for a remote access), or kernel memory for a kernel consumer's
-    /// local DMA lkey. The reason of a refusal otherwise.
+    /// local DMA lkey in the SGE it `posted` (the range inside it). The reason of a refusal
+    /// otherwise.
     ///
     /// # Context
     ///
@@ -125,11 +135,22 @@ impl KeyTable {
         va: u64,
         len: u32,
         need: Need,
+        posted: Option<&Sge>,
     ) -> Result<Mem<'a>, AccessError> {
         if is_local(need) && key == LOCAL_DMA_LKEY {
-            // Kernel memory is only for kernel consumers; its range is checked per copy.
+            // Kernel memory is only for kernel consumers, and only inside an SGE they posted
+            // (`KernelDma` checks the range again on each copy).
             let dma = by.kernel.ok_or(AccessError::WrongKind)?;
-            return Ok(Mem::Kernel { dma, addr: va });
+            let sge = *posted.ok_or(AccessError::WrongKind)?;
+            let at = va.checked_sub(sge.addr()).ok_or(AccessError::OutOfBounds)?;
+            let end = at
+                .checked_add(u64::from(len))
+                .ok_or(AccessError::OutOfBounds)?;
+            if end > u64::from(sge.length()) {
+                return Err(AccessError::OutOfBounds);
+            }
+            let at = usize::try_from(at).map_err(|_| AccessError::OutOfBounds)?;
+            return Ok(Mem::Kernel { dma, sge, at });
         }
         let mr = self.get(key).ok_or(AccessError::NoKey)?;
         if let MrInner::Window(w) = &*mr {
@@ -168,7 +189,7 @@ impl KeyTable {
             va
         };
         let len = if whole { 0 } else { len };
-        self.resolve(by, key, va, len, Need::RemoteFlush)
+        self.resolve(by, key, va, len, Need::RemoteFlush, None)
             .map(|_| ())
             .map_err(|_| EINVAL)
     }

@@ -77,6 +77,7 @@ impl<'a> SgeList<'a> {
     pub fn pieces(&self, offset: u32, len: usize) -> SgePieces<'a> {
         SgePieces {
             sges: self.bytes.chunks_exact(SGE_LEN),
+            index: 0,
             offset,
             pos: 0,
             len,
@@ -115,6 +116,8 @@ pub struct SgePiece {
     pub addr: u64,
     /// The SGE's local key.
     pub lkey: u32,
+    /// The SGE's place in the list (0 for the first).
+    pub index: usize,
     /// Where the piece lies in a buffer holding the range: a part of `0..len`.
     pub range: Range<usize>,
 }
@@ -137,6 +140,8 @@ pub enum SgeWalkError<E> {
 pub struct SgePieces<'a> {
     /// The SGEs not looked at yet.
     sges: core::slice::ChunksExact<'a, u8>,
+    /// The place in the list of the next SGE `sges` yields.
+    index: usize,
     /// Bytes still to skip before the range starts.
     offset: u32,
     /// Bytes of the range covered so far.
@@ -159,7 +164,10 @@ impl Iterator for SgePieces<'_> {
 
     fn next(&mut self) -> Option<SgePiece> {
         while self.pos < self.len {
-            let Some(sge) = RxeSge::new(self.sges.next()?).map(|s| s.fields()) else {
+            let chunk = self.sges.next()?;
+            let index = self.index;
+            self.index = index.wrapping_add(1);
+            let Some(sge) = RxeSge::new(chunk).map(|s| s.fields()) else {
                 continue;
             };
             if self.offset >= sge.length {
@@ -179,6 +187,7 @@ impl Iterator for SgePieces<'_> {
             return Some(SgePiece {
                 addr,
                 lkey: sge.lkey,
+                index,
                 range: start..self.pos,
             });
         }
