@@ -157,31 +157,36 @@ impl<T: Driver> CqInit<'_, T> {
     }
 }
 
-/// `ibv_req_notify_cq` flags (`enum ib_cq_notify_flags`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct NotifyFlags(u32);
+crate::impl_flags!(
+    /// `ibv_req_notify_cq` flags (`enum ib_cq_notify_flags`).
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+    pub struct NotifyFlags(u32);
+
+    /// One `ibv_req_notify_cq` flag.
+    #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+    pub enum Notify {
+        /// Event on the next solicited completion only.
+        Solicited = bindings::ib_cq_notify_flags::IB_CQ_SOLICITED.0,
+        /// Event on the next completion.
+        NextComp = bindings::ib_cq_notify_flags::IB_CQ_NEXT_COMP.0,
+        /// Report (return a positive value) if completions are already queued.
+        ReportMissedEvents = bindings::ib_cq_notify_flags::IB_CQ_REPORT_MISSED_EVENTS.0,
+    }
+);
 
 impl NotifyFlags {
-    /// Event on the next solicited completion only.
-    pub const SOLICITED: u32 = bindings::ib_cq_notify_flags::IB_CQ_SOLICITED.0;
-    /// Event on the next completion.
-    pub const NEXT_COMP: u32 = bindings::ib_cq_notify_flags::IB_CQ_NEXT_COMP.0;
-    /// Report (return a positive value) if completions are already queued.
-    pub const REPORT_MISSED_EVENTS: u32 =
-        bindings::ib_cq_notify_flags::IB_CQ_REPORT_MISSED_EVENTS.0;
-
     pub(crate) fn from_raw(v: u32) -> Self {
         Self(v)
     }
 
     /// Returns whether only solicited completions should raise an event.
     pub fn solicited_only(self) -> bool {
-        self.0 & Self::SOLICITED != 0 && self.0 & Self::NEXT_COMP == 0
+        self.contains(Notify::Solicited) && !self.contains(Notify::NextComp)
     }
 
     /// Returns whether the caller wants to know about already queued completions.
     pub fn report_missed(self) -> bool {
-        self.0 & Self::REPORT_MISSED_EVENTS != 0
+        self.contains(Notify::ReportMissedEvents)
     }
 }
 

@@ -26,41 +26,56 @@ use crate::{
 };
 use core::ptr::NonNull;
 
-/// Access rights (`enum ib_access_flags`) of a memory region, a memory window or a QP's
-/// remote access, as the caller gave them: bits this type does not name are kept, so that a
-/// driver can refuse what it does not support ([`AccessFlags::is_within`]).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct AccessFlags(u32);
+crate::impl_flags!(
+    /// Access rights (`enum ib_access_flags`) of a memory region, a memory window or a QP's
+    /// remote access, as the caller gave them: bits no [`Access`] names are kept, so that a
+    /// driver can refuse what it does not support ([`AccessFlags::is_within`]).
+    #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+    pub struct AccessFlags(u32);
+
+    /// One access right (a bit of `enum ib_access_flags`; [`Access::Optional`] is a range).
+    #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+    pub enum Access {
+        /// The local side may write (required for any remote write or atomic).
+        LocalWrite = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+        /// Remote RDMA WRITE.
+        RemoteWrite = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
+        /// Remote RDMA READ.
+        RemoteRead = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ,
+        /// Remote atomics.
+        RemoteAtomic = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
+        /// Memory window binding.
+        MwBind = bindings::ib_access_flags_IB_ACCESS_MW_BIND,
+        /// Remote FLUSH for global visibility (`IB_ACCESS_FLUSH_GLOBAL`).
+        FlushGlobal = bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL,
+        /// Remote FLUSH for persistence (`IB_ACCESS_FLUSH_PERSISTENT`).
+        FlushPersistent = bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT,
+        /// Zero-based addressing (`IB_ZERO_BASED`): the region or window is addressed from 0.
+        ZeroBased = bindings::ib_access_flags_IB_ZERO_BASED,
+        /// On-demand paging (`IB_ACCESS_ON_DEMAND`): the memory is not pinned
+        /// ([`OdpUmem`](super::odp::OdpUmem)).
+        OnDemand = bindings::ib_access_flags_IB_ACCESS_ON_DEMAND,
+        /// Huge pages (`IB_ACCESS_HUGETLB`).
+        Hugetlb = bindings::ib_access_flags_IB_ACCESS_HUGETLB,
+        /// `IB_ACCESS_OPTIONAL`: hints (relaxed ordering and the range reserved for more)
+        /// that a device may ignore, as the core expects drivers to.
+        Optional = bindings::ib_access_flags_IB_ACCESS_OPTIONAL,
+    }
+);
 
 impl AccessFlags {
-    /// No access beyond local reads.
-    pub const NONE: Self = Self(0);
-    /// The local side may write (required for any remote write or atomic).
-    pub const LOCAL_WRITE: Self = Self(bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE);
-    /// Remote RDMA WRITE.
-    pub const REMOTE_WRITE: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE);
-    /// Remote RDMA READ.
-    pub const REMOTE_READ: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_READ);
-    /// Remote atomics.
-    pub const REMOTE_ATOMIC: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC);
-    /// Memory window binding.
-    pub const MW_BIND: Self = Self(bindings::ib_access_flags_IB_ACCESS_MW_BIND);
-    /// Remote FLUSH for global visibility (`IB_ACCESS_FLUSH_GLOBAL`).
-    pub const FLUSH_GLOBAL: Self = Self(bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL);
-    /// Remote FLUSH for persistence (`IB_ACCESS_FLUSH_PERSISTENT`).
-    pub const FLUSH_PERSISTENT: Self = Self(bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT);
-    /// Zero-based addressing (`IB_ZERO_BASED`): the region or window is addressed from 0.
-    pub const ZERO_BASED: Self = Self(bindings::ib_access_flags_IB_ZERO_BASED);
-    /// On-demand paging (`IB_ACCESS_ON_DEMAND`): the memory is not pinned
-    /// ([`OdpUmem`](super::odp::OdpUmem)).
-    pub const ON_DEMAND: Self = Self(bindings::ib_access_flags_IB_ACCESS_ON_DEMAND);
-    /// Huge pages (`IB_ACCESS_HUGETLB`).
-    pub const HUGETLB: Self = Self(bindings::ib_access_flags_IB_ACCESS_HUGETLB);
-    /// `IB_ACCESS_OPTIONAL`: hints (relaxed ordering and the range reserved for more) that a
-    /// device may ignore, as the core expects drivers to.
-    pub const OPTIONAL: Self = Self(bindings::ib_access_flags_IB_ACCESS_OPTIONAL);
+    /// Returns the rights `rights` name (usable in constants, where `|` is not).
+    pub const fn of(rights: &[Access]) -> Self {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < rights.len() {
+            bits |= rights[i] as u32;
+            i += 1;
+        }
+        Self(bits)
+    }
 
-    /// Takes the bits as the core or userspace passed them.
+    /// Takes the bits as the core or userspace passed them (unnamed bits included).
     pub const fn from_raw(bits: u32) -> Self {
         Self(bits)
     }
@@ -70,27 +85,14 @@ impl AccessFlags {
         self.0
     }
 
-    /// Returns the rights of both.
+    /// Returns the rights of both (usable in constants).
     pub const fn union(self, other: Self) -> Self {
         Self(self.0 | other.0)
     }
 
-    /// Returns whether every right of `other` is granted.
-    pub const fn contains(self, other: Self) -> bool {
-        self.0 & other.0 == other.0
-    }
-
-    /// Returns whether no right outside `allowed` is asked for.
+    /// Returns whether no right outside `allowed` is asked for, unnamed bits included.
     pub const fn is_within(self, allowed: Self) -> bool {
         self.0 & !allowed.0 == 0
-    }
-}
-
-impl core::ops::BitOr for AccessFlags {
-    type Output = Self;
-
-    fn bitor(self, rhs: Self) -> Self {
-        Self(self.0 | rhs.0)
     }
 }
 

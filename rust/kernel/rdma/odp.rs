@@ -26,7 +26,7 @@
 
 use super::{
     device::{Device, Driver},
-    mr::AccessFlags,
+    mr::{Access, AccessFlags},
     BhSpinLock, MaySleep,
 };
 use crate::{
@@ -230,10 +230,10 @@ impl OdpUmem {
         access: AccessFlags,
     ) -> Result<Self> {
         crate::task::might_sleep();
-        if !access.contains(AccessFlags::ON_DEMAND) {
+        if !access.contains(Access::OnDemand) {
             return Err(EINVAL);
         }
-        if access.contains(AccessFlags::HUGETLB) || (addr == 0 && len == usize::MAX) {
+        if access.contains(Access::Hugetlb) || (addr == 0 && len == usize::MAX) {
             return Err(EOPNOTSUPP);
         }
         if len == 0 {
@@ -507,10 +507,8 @@ impl OdpUmem {
     /// Checks that the memory allows `access` after a re-registration that keeps it: `EACCES`
     /// for a writable access to memory registered read-only.
     pub fn check_rereg_access(&self, access: AccessFlags) -> Result {
-        let writes = AccessFlags::LOCAL_WRITE
-            .union(AccessFlags::REMOTE_WRITE)
-            .union(AccessFlags::REMOTE_ATOMIC);
-        if access.bits() & writes.bits() != 0 && !self.writable {
+        let writes = Access::LocalWrite | Access::RemoteWrite | Access::RemoteAtomic;
+        if access.contains_any(writes) && !self.writable {
             return Err(EACCES);
         }
         Ok(())

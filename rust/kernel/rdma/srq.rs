@@ -122,24 +122,26 @@ impl SrqAttrs {
     }
 }
 
-/// Which attributes `ibv_modify_srq` changes (`enum ib_srq_attr_mask`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SrqAttrMask(u32);
+crate::impl_flags!(
+    /// Which attributes `ibv_modify_srq` changes (`enum ib_srq_attr_mask`), as the caller
+    /// gave them (bits no [`SrqAttr`] names are kept: [`SrqAttrMask::is_within`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct SrqAttrMask(u32);
+
+    /// One attribute `ibv_modify_srq` changes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum SrqAttr {
+        /// `IB_SRQ_MAX_WR`: resize the queue.
+        MaxWr = bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR,
+        /// `IB_SRQ_LIMIT`: arm the limit.
+        Limit = bindings::ib_srq_attr_mask_IB_SRQ_LIMIT,
+    }
+);
 
 impl SrqAttrMask {
-    /// `IB_SRQ_MAX_WR`: resize the queue.
-    pub const MAX_WR: u32 = bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR;
-    /// `IB_SRQ_LIMIT`: arm the limit.
-    pub const LIMIT: u32 = bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
-
-    /// Returns `true` if every bit of `bits` is set.
-    pub fn contains(self, bits: u32) -> bool {
-        self.0 & bits == bits
-    }
-
-    /// Returns the raw mask.
-    pub fn bits(self) -> u32 {
-        self.0
+    /// Returns whether no attribute outside `allowed` is asked for, unnamed bits included.
+    pub fn is_within(self, allowed: Self) -> bool {
+        self.0 & !allowed.0 == 0
     }
 }
 

@@ -16,7 +16,7 @@ use crate::proto::uabi::{
 use crate::queue::{ProducedQueue, SharedQueue};
 use crate::Rrxe;
 use kernel::prelude::*;
-use kernel::rdma::cq::{Cq, CqInit, NotifyFlags};
+use kernel::rdma::cq::{Cq, CqInit, Notify, NotifyFlags};
 use kernel::rdma::{
     wr::{self, NetworkType, QpHandle, Wc},
     BhSpinLock,
@@ -49,7 +49,7 @@ enum Ring {
 struct CqState {
     ring: Ring,
     /// Armed `IB_CQ_SOLICITED` / `IB_CQ_NEXT_COMP` flags.
-    notify: u32,
+    notify: NotifyFlags,
     /// Completions lost because the queue was full.
     overflows: u64,
 }
@@ -85,7 +85,7 @@ impl RrxeCq {
             state <- BhSpinLock::new(
                 CqState {
                     ring,
-                    notify: 0,
+                    notify: NotifyFlags::empty(),
                     overflows: 0,
                 },
                 c"rrxe_cq",
@@ -124,10 +124,10 @@ impl RrxeCq {
             st.overflows = st.overflows.wrapping_add(1);
             return (false, false);
         }
-        let fire = st.notify & NotifyFlags::NEXT_COMP != 0
-            || (solicited && st.notify & NotifyFlags::SOLICITED != 0);
+        let fire = st.notify.contains(Notify::NextComp)
+            || (solicited && st.notify.contains(Notify::Solicited));
         if fire {
-            st.notify = 0;
+            st.notify = NotifyFlags::empty();
         }
         (true, fire)
     }
@@ -138,9 +138,9 @@ impl RrxeCq {
         // The data path takes the lock in softirq.
         let mut st = self.state.lock();
         st.notify |= if flags.solicited_only() {
-            NotifyFlags::SOLICITED
+            Notify::Solicited
         } else {
-            NotifyFlags::NEXT_COMP
+            Notify::NextComp
         };
         let waiting = match &st.ring {
             Ring::User(q) => q.count()? != 0,

@@ -12,7 +12,7 @@ use crate::params::Charge;
 use crate::Rrxe;
 use kernel::prelude::*;
 use kernel::rdma::{
-    mr::{AccessFlags, DmaPage, Mr, MrKeys, MrRereg, MrSg, MrType, Umem, UserMrReq},
+    mr::{Access, AccessFlags, DmaPage, Mr, MrKeys, MrRereg, MrSg, MrType, Umem, UserMrReq},
     odp::{MrAdvice, OdpUmem},
     pd::Pd,
     wr::Sge,
@@ -35,17 +35,14 @@ impl RrxeMr {
         req: &UserMrReq,
         ctx: &MaySleep<'_>,
     ) -> Result<(MrKeys, Self)> {
-        if !req
-            .access
-            .is_within(SUPPORTED_ACCESS.union(AccessFlags::ON_DEMAND))
-        {
+        if !req.access.is_within(SUPPORTED_ACCESS | Access::OnDemand) {
             return Err(EOPNOTSUPP);
         }
         let dev = pd.device();
         let data = dev.data();
         let charge = data.mrs_used.take()?;
         let len = usize::try_from(req.length).map_err(|_| EINVAL)?;
-        let odp = req.access.contains(AccessFlags::ON_DEMAND);
+        let odp = req.access.contains(Access::OnDemand);
         let umem = if odp {
             UserMem::Odp(OdpUmem::get(ctx, dev, req.start, len, req.access)?)
         } else {
@@ -132,7 +129,7 @@ impl RrxeMr {
     /// memory through the local DMA lkey. Remote access to all of memory (a global rkey)
     /// is refused.
     pub(crate) fn dma(pd: &Pd<Rrxe>, access: AccessFlags) -> Result<(MrKeys, Self)> {
-        if !access.is_within(AccessFlags::LOCAL_WRITE) {
+        if !access.is_within(Access::LocalWrite.into()) {
             return Err(EOPNOTSUPP);
         }
         let charge = pd.device().data().mrs_used.take()?;

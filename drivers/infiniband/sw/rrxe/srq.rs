@@ -20,7 +20,7 @@ use kernel::prelude::*;
 use kernel::rdma::{
     device::{Device, UData},
     pd::Pd,
-    srq::{Srq, SrqAttrMask, SrqAttrs, SrqInit},
+    srq::{Srq, SrqAttr, SrqAttrMask, SrqAttrs, SrqInit},
     wr::RecvWr,
 };
 use kernel::sync::Arc;
@@ -103,16 +103,16 @@ impl RrxeSrq {
         if let Some(u) = udata {
             u.read_input(&mut cmd)?;
         }
-        if mask.bits() & !(SrqAttrMask::LIMIT | SrqAttrMask::MAX_WR) != 0 {
+        if !mask.is_within(SrqAttr::Limit | SrqAttr::MaxWr) {
             return Err(EINVAL);
         }
-        if mask.contains(SrqAttrMask::MAX_WR) {
+        if mask.contains(SrqAttr::MaxWr) {
             match udata {
                 Some(udata) => Self::resize(srq, attrs.max_wr, u64::from_ne_bytes(cmd), udata)?,
                 None => Self::resize_kernel(srq, attrs.max_wr)?,
             }
         }
-        if mask.contains(SrqAttrMask::LIMIT) {
+        if mask.contains(SrqAttr::Limit) {
             srq.data().shared.arm(attrs.srq_limit)?;
         }
         Ok(())

@@ -242,8 +242,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
         Err(EOPNOTSUPP)
     }
 
-    /// Changes the attributes of `mask`: the limit (`SrqAttrMask::LIMIT`), the size
-    /// (`SrqAttrMask::MAX_WR`).
+    /// Changes the attributes of `mask`: the limit (`SrqAttr::Limit`), the size
+    /// (`SrqAttr::MaxWr`).
     fn modify_srq(
         _srq: &Srq<Self>,
         _attrs: &SrqAttrs,

@@ -20,7 +20,7 @@ use crate::proto::{
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::rdma::{
-    mr::AccessFlags,
+    mr::Access,
     qp::{attr, QpAttrs, QpCaps, QpState},
     trace,
 };
@@ -63,11 +63,11 @@ pub(super) fn responder_config(a: &QpAttrs) -> ResponderConfig {
         rq_psn: Psn::new(a.rq_psn),
         mtu: path_mtu(a),
         min_rnr_timer: RnrTimer::from_low_bits(a.min_rnr_timer),
-        remote_write: a.qp_access_flags.contains(AccessFlags::REMOTE_WRITE),
-        remote_read: a.qp_access_flags.contains(AccessFlags::REMOTE_READ),
-        remote_atomic: a.qp_access_flags.contains(AccessFlags::REMOTE_ATOMIC),
-        flush_types: u8::from(a.qp_access_flags.contains(AccessFlags::FLUSH_GLOBAL))
-            | u8::from(a.qp_access_flags.contains(AccessFlags::FLUSH_PERSISTENT)) << 1,
+        remote_write: a.qp_access_flags.contains(Access::RemoteWrite),
+        remote_read: a.qp_access_flags.contains(Access::RemoteRead),
+        remote_atomic: a.qp_access_flags.contains(Access::RemoteAtomic),
+        flush_types: u8::from(a.qp_access_flags.contains(Access::FlushGlobal))
+            | u8::from(a.qp_access_flags.contains(Access::FlushPersistent)) << 1,
         max_dest_rd_atomic: u32::from(a.max_dest_rd_atomic),
     }
 }

@@ -15,7 +15,7 @@ use crate::Rrxe;
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
 use kernel::rdma::{
-    mr::{AccessFlags, DmaPage, Mr, MrSg},
+    mr::{Access, AccessFlags, DmaPage, Mr, MrSg},
     BhSpinLock, BhSpinLockGuard,
 };
 
@@ -100,7 +100,7 @@ impl FastRegion {
                 FastState {
                     valid: false,
                     key,
-                    access: AccessFlags::NONE,
+                    access: AccessFlags::empty(),
                     generation: 0,
                     staged: lists.staged,
                     active: lists.active,
@@ -188,8 +188,8 @@ impl FastRegion {
             return Err(EINVAL);
         }
         // IBA 10.6.3.1: remote write and atomic access require local write access.
-        let remote_modify = AccessFlags::REMOTE_WRITE.union(AccessFlags::REMOTE_ATOMIC);
-        if access.bits() & remote_modify.bits() != 0 && !access.contains(AccessFlags::LOCAL_WRITE) {
+        let remote_modify = Access::RemoteWrite | Access::RemoteAtomic;
+        if access.contains_any(remote_modify) && !access.contains(Access::LocalWrite) {
             return Err(EINVAL);
         }
         let mut st = self.lock();

@@ -44,23 +44,28 @@ pub(crate) use crate::proto::target::Access as Need;
 use crate::proto::target::AccessError;
 pub(crate) use fast::{FastRegion, PageLists};
 use kernel::prelude::*;
-use kernel::rdma::{mr::AccessFlags, MaySleep};
+use kernel::rdma::{
+    mr::{Access, AccessFlags},
+    MaySleep,
+};
 pub(crate) use key::{Key, KeyTable, LOCAL_DMA_LKEY};
 pub(crate) use resolve::{is_write, Accessor, Mem};
 pub(crate) use user::{UserMem, UserRegion};
 pub(crate) use window::{BindRequest, Window};
 
 /// Access flags rrxe supports on memory regions.
-pub(crate) const SUPPORTED_ACCESS: AccessFlags = AccessFlags::LOCAL_WRITE
-    .union(AccessFlags::REMOTE_WRITE)
-    .union(AccessFlags::REMOTE_READ)
-    .union(AccessFlags::REMOTE_ATOMIC)
-    .union(AccessFlags::MW_BIND)
+pub(crate) const SUPPORTED_ACCESS: AccessFlags = AccessFlags::of(&[
+    Access::LocalWrite,
+    Access::RemoteWrite,
+    Access::RemoteRead,
+    Access::RemoteAtomic,
+    Access::MwBind,
     // Remote FLUSH for global visibility (IB_DEVICE_FLUSH_GLOBAL). Not for persistence: the
     // pages would have to be persistent memory, which rrxe does not check for.
-    .union(AccessFlags::FLUSH_GLOBAL)
+    Access::FlushGlobal,
     // Hints a device may ignore (perftest asks for relaxed ordering).
-    .union(AccessFlags::OPTIONAL);
+    Access::Optional,
+]);
 
 /// Most pages of a fast-registration region (`max_fast_reg_page_list_len`, rdma_rxe's
 /// `RXE_MAX_FMR_PAGE_LIST_LEN`).

@@ -7,7 +7,7 @@ use super::{Key, Need, SUPPORTED_ACCESS};
 use crate::proto::target::Region;
 use kernel::prelude::*;
 use kernel::rdma::{
-    mr::{AccessFlags, Umem},
+    mr::{Access, AccessFlags, Umem},
     odp::OdpUmem,
     MaySleep,
 };
@@ -137,8 +137,8 @@ impl UserRegion {
     /// and rights).
     pub(crate) fn rereg(&self, pd_id: Option<u64>, access: Option<AccessFlags>) -> Result {
         if let Some(access) = access {
-            let odp = AccessFlags::ON_DEMAND;
-            if !access.is_within(SUPPORTED_ACCESS.union(odp))
+            let odp = Access::OnDemand;
+            if !access.is_within(SUPPORTED_ACCESS | odp)
                 || access.contains(odp) != self.access().contains(odp)
             {
                 return Err(EOPNOTSUPP);

@@ -9,12 +9,16 @@
 use super::{Key, MrInner, Need, SUPPORTED_ACCESS};
 use crate::proto::target::{AccessError, Region};
 use kernel::prelude::*;
-use kernel::rdma::{mr::AccessFlags, BhSpinLock, BhSpinLockGuard};
+use kernel::rdma::{
+    mr::{Access, AccessFlags},
+    BhSpinLock, BhSpinLockGuard,
+};
 use kernel::sync::Arc;
 
 /// Access flags a memory window may grant: those of a region, and zero-based addressing
 /// (type 2B only).
-const SUPPORTED_MW_ACCESS: AccessFlags = SUPPORTED_ACCESS.union(AccessFlags::ZERO_BASED);
+const SUPPORTED_MW_ACCESS: AccessFlags =
+    SUPPORTED_ACCESS.union(AccessFlags::of(&[Access::ZeroBased]));
 
 /// A memory window.
 pub(crate) struct Window {
@@ -48,7 +52,7 @@ struct Binding {
     addr: u64,
     /// Length of the range (not 0).
     length: u64,
-    /// The rights the window grants (and [`AccessFlags::ZERO_BASED`]).
+    /// The rights the window grants (and [`Access::ZeroBased`]).
     access: AccessFlags,
     /// The QP a type 2B window was bound through (the only one that may use it).
     qpn: u32,
@@ -93,7 +97,7 @@ impl Window {
     pub(crate) fn span(&self, key: Key) -> Option<(u64, u64)> {
         let st = self.lock();
         let b = st.bound.as_ref().filter(|_| st.key == key)?;
-        let start = if b.access.contains(AccessFlags::ZERO_BASED) {
+        let start = if b.access.contains(Access::ZeroBased) {
             0
         } else {
             b.addr
@@ -140,7 +144,7 @@ impl Window {
     ) -> Result {
         let access = AccessFlags::from_raw(req.access);
         if !access.is_within(SUPPORTED_MW_ACCESS)
-            || (!self.type2 && access.contains(AccessFlags::ZERO_BASED))
+            || (!self.type2 && access.contains(Access::ZeroBased))
             || self.pd_id != pd_id
         {
             return Err(EINVAL);
@@ -155,15 +159,14 @@ impl Window {
                 let MrInner::User(u) = &*mr else {
                     return Err(EINVAL);
                 };
-                let remote_modify = AccessFlags::REMOTE_WRITE.union(AccessFlags::REMOTE_ATOMIC);
+                let remote_modify = Access::RemoteWrite | Access::RemoteAtomic;
                 let end = req.addr.checked_add(length).ok_or(EINVAL)?;
                 let region_end = u.iova.checked_add(u.length).ok_or(EINVAL)?;
                 let rights = u.access();
                 if u.key != req.mr_lkey
                     || u.pd_id() != pd_id
-                    || !rights.contains(AccessFlags::MW_BIND)
-                    || (access.bits() & remote_modify.bits() != 0
-                        && !rights.contains(AccessFlags::LOCAL_WRITE))
+                    || !rights.contains(Access::MwBind)
+                    || (access.contains_any(remote_modify) && !rights.contains(Access::LocalWrite))
                     || req.addr < u.iova
                     || end > region_end
                     || !u.hold_window()
@@ -228,7 +231,7 @@ impl Window {
             return Err(AccessError::WrongKind);
         };
         let window = Region {
-            iova: if b.access.contains(AccessFlags::ZERO_BASED) {
+            iova: if b.access.contains(Access::ZeroBased) {
                 0
             } else {
                 b.addr
