@@ -72,6 +72,18 @@ elif [ "$DRV" = rxe ] && [ "$RRXE_NAME" = b ]; then
 		sed -e 's/^RRXE-TEST \(odp_[a-z_]*\) ok.*/RRXE-REF \1 rdma_rxe pass/' \
 			-e 's/^RRXE-TEST \(odp_[a-z_]*\) FAIL: \(.*\)/RRXE-REF \1 rdma_rxe fail: \2/'
 fi
+# One completion vector per CPU, as rdma_rxe reports (the guests of the _smp run have two).
+if [ "$DRV" = rrxe ] && [ "${ODP_TAG:-}" = _smp ] && [ "$RRXE_NAME" = a ]; then
+	possible=$(cat /sys/devices/system/cpu/possible)	# "0-1"
+	cpus=$((${possible##*[-,]} + 1))
+	vec=$(ibv_devinfo -v -d "$DEV" | awk '/num_comp_vectors:/ {print $2}')
+	if [ "${vec:-0}" = "$cpus" ] && [ "$cpus" -gt 1 ]; then
+		echo "RRXE-TEST comp_vectors_one_per_cpu ok ($vec vectors, $cpus CPUs)"
+	else
+		echo "RRXE-TEST comp_vectors_one_per_cpu FAIL: num_comp_vectors '${vec:-missing}', CPUs $possible"
+		FAILED=1
+	fi
+fi
 rdma statistic show link "$DEV/1"
 dump_counters "end of the ODP runs"
 exit $FAILED

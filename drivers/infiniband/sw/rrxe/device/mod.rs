@@ -248,7 +248,12 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             node_guid: guid,
             node_desc: b"rrxe",
             phys_port_cnt: 1,
-            num_comp_vectors: 1,
+            // One completion vector per CPU, as rdma_rxe reports (`num_possible_cpus()`:
+            // `nr_cpu_ids` counts the same CPUs where the possible ones are numbered without
+            // gaps, as on x86 and arm64), so that kernel consumers spreading their queues
+            // over vectors (nvme-rdma, svcrdma) are not all told vector 0. A CQ's
+            // completions are delivered where they happen, as rdma_rxe delivers them.
+            num_comp_vectors: kernel::cpu::nr_cpu_ids(),
             uverbs_cmds: &EXTRA_UVERBS_CMDS,
             name_assigned_by_user: true,
             // In the core's exclusive mode the device is created where its netdevice is
