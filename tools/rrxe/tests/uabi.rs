@@ -1565,3 +1565,16 @@ fn slot_wr_id_reads_any_slot_without_validating_it() {
     assert_eq!(slot_wr_id(&slot[..7]), 0);
     assert_eq!(slot_wr_id(&[]), 0);
 }
+
+#[test]
+fn checked_send_wqe_stays_small() {
+    // Every shadow slot of a QP holds one (64 for a QP of 64 WRs): the embedded UD address
+    // vector is kept as the 32 bytes a datagram's headers need, not the 88 of
+    // `struct rxe_av` (a 160-byte copy before).
+    assert_eq!(core::mem::size_of::<ValidAv>(), 32);
+    assert!(core::mem::size_of::<CheckedSendWqe>() <= 104);
+    assert_eq!(
+        core::mem::size_of::<Option<CheckedSendWqe>>(),
+        core::mem::size_of::<CheckedSendWqe>()
+    );
+}

@@ -296,7 +296,8 @@ fn check_send(slot: &[u8], p: &SendQueueParams) -> Result<bool, TestCaseError> {
                     UdAddress::Ah(n) => prop_assert!(n != 0),
                     UdAddress::Av(av) => {
                         prop_assert!(p.allow_embedded_av);
-                        prop_assert!(validate_av(av.fields(), p.gid_table_len).is_ok());
+                        prop_assert!(u32::from(av.sgid_index()) < p.gid_table_len);
+                        prop_assert!(av.flow_label() <= 0xf_ffff);
                         prop_assert_eq!(av.is_ipv4(), gid_is_v4_mapped(&av.dgid()));
                     }
                 }
@@ -600,9 +601,16 @@ fn av_fuzzed() {
         let Ok(ok) = validate_av(&av, gids) else {
             return Ok(false);
         };
-        prop_assert_eq!(ok.fields().port_num, 1);
-        prop_assert!(u32::from(ok.fields().grh.sgid_index) < gids);
-        prop_assert!(ok.fields().grh.flow_label <= 0xf_ffff);
+        prop_assert_eq!(av.port_num, 1);
+        prop_assert!(u32::from(ok.sgid_index()) < gids);
+        prop_assert_eq!(ok.sgid_index(), av.grh.sgid_index);
+        prop_assert!(ok.flow_label() <= 0xf_ffff);
+        prop_assert_eq!(ok.flow_label(), av.grh.flow_label);
+        prop_assert_eq!(
+            ok.route(),
+            (av.grh.hop_limit, av.grh.traffic_class, av.dmac)
+        );
+        prop_assert_eq!(ok.dgid(), av.grh.dgid);
         prop_assert_eq!(ok.is_ipv4(), gid_is_v4_mapped(&ok.dgid()));
         Ok(true)
     });

@@ -24,32 +24,51 @@ pub enum AvError {
     BadFlowLabel(u32),
 }
 
-/// A validated UD address vector from a legacy WQE.
+/// A validated UD address vector from a legacy WQE: what a datagram's headers need of it,
+/// not its 88 bytes (the socket addresses repeat the GIDs, checked equal; the port is 1).
+/// A validated send WQE carries it, in every copy a QP keeps of one, so it stays small.
 ///
 /// # Invariants
 ///
-/// `network_type` matches the type of `dgid`, the `dgid_addr` IP equals the GID's, the flow
-/// label fits in 20 bits and `sgid_index` is inside the GID table it was checked against.
+/// `ipv4` is the type of `dgid` (IPv4-mapped or not) and the AV's `network_type`, its
+/// `dgid_addr` IP equals the GID's, `flow_label` fits in 20 bits and `sgid_index` is inside
+/// the GID table it was checked against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ValidAv {
-    fields: RxeAvFields,
+    dgid: [u8; 16],
+    flow_label: u32,
+    dmac: [u8; 6],
+    sgid_index: u8,
+    hop_limit: u8,
+    traffic_class: u8,
+    ipv4: bool,
 }
 
 #[cfg(rrxe_host)]
 impl ValidAv {
-    /// Returns the raw fields (the source address should come from the GID table instead).
-    pub fn fields(&self) -> &RxeAvFields {
-        &self.fields
-    }
-
     /// Returns `true` for an IPv4 (RoCEv2 over IPv4) destination.
     pub fn is_ipv4(&self) -> bool {
-        self.fields.network_type == NETWORK_TYPE_IPV4
+        self.ipv4
     }
 
     /// Returns the destination GID.
     pub fn dgid(&self) -> [u8; 16] {
-        self.fields.grh.dgid
+        self.dgid
+    }
+
+    /// Returns the source GID table index.
+    pub fn sgid_index(&self) -> u8 {
+        self.sgid_index
+    }
+
+    /// Returns the IPv6 flow label (20 bits).
+    pub fn flow_label(&self) -> u32 {
+        self.flow_label
+    }
+
+    /// Returns the hop limit, the traffic class and the destination MAC address.
+    pub fn route(&self) -> (u8, u8, [u8; 6]) {
+        (self.hop_limit, self.traffic_class, self.dmac)
     }
 }
 
@@ -92,5 +111,13 @@ pub fn validate_av(av: &RxeAvFields, gid_table_len: u32) -> Result<ValidAv, AvEr
     if av.grh.flow_label > 0xf_ffff {
         return Err(AvError::BadFlowLabel(av.grh.flow_label));
     }
-    Ok(ValidAv { fields: *av })
+    Ok(ValidAv {
+        dgid: *dgid,
+        flow_label: av.grh.flow_label,
+        dmac: av.dmac,
+        sgid_index: av.grh.sgid_index,
+        hop_limit: av.grh.hop_limit,
+        traffic_class: av.grh.traffic_class,
+        ipv4: v4,
+    })
 }
