@@ -55,8 +55,7 @@ impl QpShared {
     /// ([`KeyTable::resolve`](crate::mem::KeyTable::resolve)). `EINVAL` for anything but
     /// memory this QP may access so ([`Self::resolve_why`] says why).
     pub(super) fn resolve(&self, key: Key, va: u64, len: u32, need: Need) -> Result<Mem<'_>> {
-        self.resolve_why(key, va, len, need, None)
-            .map_err(|_| EINVAL)
+        self.resolve_posted(key, va, len, need, None)
     }
 
     /// [`Self::resolve`] for a piece of a kernel consumer's SGE `posted`, as it posted it (the
