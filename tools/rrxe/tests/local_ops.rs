@@ -223,3 +223,46 @@ fn local_operations_are_kernel_only_in_user_wqes() {
     assert_eq!(WrOpcode::RegMr.opcode(true, true), None);
     assert_eq!(WrOpcode::LocalInv.psn_count(MTU.packets(0)), 0);
 }
+
+#[test]
+fn a_payload_that_cannot_be_read_fails_its_wqe_after_the_earlier_ones() {
+    for transport in [Transport::Rc, Transport::Uc] {
+        let mut s = sender(transport);
+        s.post(wqe(1, WrOpcode::Send, 10)).unwrap();
+        s.post(wqe(2, WrOpcode::RdmaWrite, 10)).unwrap();
+        s.post(wqe(3, WrOpcode::Send, 10)).unwrap();
+        let first = s.next_packet().unwrap();
+        assert_eq!(first.id, 1);
+        let bad = s.next_packet().unwrap();
+        assert_eq!(bad.id, 2);
+        // Building the WRITE's packet could not read its payload.
+        s.payload_failed(&bad);
+        assert!(
+            drain_tx(&mut s).is_empty(),
+            "{transport:?}: nothing from the failed WQE on goes out"
+        );
+        if transport == Transport::Rc {
+            // The SEND before it is not acknowledged yet: nothing completes.
+            assert!(completions(&drain_poll(&mut s)).is_empty());
+            s.on_response(&ack(100));
+        }
+        let done = completions(&drain_poll(&mut s));
+        assert_eq!(
+            done.first(),
+            Some(&(1, WcStatus::Success)),
+            "{transport:?}: {done:?}"
+        );
+        assert_eq!(
+            done.get(1),
+            Some(&(2, WcStatus::LocProtErr)),
+            "{transport:?}: {done:?}"
+        );
+        // The send side is in error: the SEND after it is flushed, never sent.
+        assert_eq!(
+            done.get(2),
+            Some(&(3, WcStatus::WrFlushErr)),
+            "{transport:?}: {done:?}"
+        );
+        assert!(drain_tx(&mut s).is_empty());
+    }
+}

@@ -76,7 +76,9 @@ pub(crate) enum PortCounter {
     /// retry asks again.
     RepliesDropped,
     /// Local operations (fast registration, local invalidation) that failed: the WQE
-    /// completed with `IB_WC_LOC_QP_OP_ERR`.
+    /// completed with `IB_WC_LOC_QP_OP_ERR`; and request payloads that could not be read
+    /// from local memory whose keys were checked: the WQE completes with
+    /// `IB_WC_LOC_PROT_ERR`.
     LocalOpErrors,
     /// SENDs with invalidate received whose rkey could not be invalidated (NAK invalid
     /// request).

@@ -545,6 +545,36 @@ static void map_mr_sg_refuses_non_memory(struct kunit *test)
 	vfree(vbuf);
 }
 
+/*
+ * An SGE under local_dma_lkey names memory the consumer mapped for DMA: on a virtual-DMA
+ * device, an address in the direct map. One that is not (vmalloc memory, as a buggy
+ * consumer that skipped ib_dma_map_*() would pass) is never read: the SEND completes with
+ * a local protection error and nothing reaches the peer. (rdma_rxe would copy from
+ * virt_to_page() of it, a page that is not the buffer's.)
+ */
+static void local_dma_sge_outside_memory(struct kunit *test)
+{
+	struct frwr_ctx *c = test->priv;
+	struct ib_sge rsge = { .addr = c->recv_dma, .length = 64, .lkey = c->pd->local_dma_lkey };
+	struct ib_recv_wr rwr = { .wr_id = 30, .sg_list = &rsge, .num_sge = 1 };
+	struct ib_sge ssge = { .length = 16, .lkey = c->pd->local_dma_lkey };
+	struct ib_send_wr swr = {
+		.opcode = IB_WR_SEND, .wr_id = 31, .sg_list = &ssge, .num_sge = 1,
+	};
+	const struct ib_recv_wr *rbad;
+	struct ib_wc wc;
+	void *vbuf;
+
+	vbuf = vmalloc(PAGE_SIZE);
+	KUNIT_ASSERT_NOT_NULL(test, vbuf);
+	memset(vbuf, 0x77, PAGE_SIZE);
+	ssge.addr = (u64)(uintptr_t)vbuf;
+	KUNIT_ASSERT_EQ(test, ib_post_recv(c->a.qp, &rwr, &rbad), 0);
+	KUNIT_EXPECT_EQ(test, post_wait(test, &c->b, &swr, IB_WC_SEND), IB_WC_LOC_PROT_ERR);
+	KUNIT_EXPECT_EQ(test, ib_poll_cq(c->a.cq, 1, &wc), 0);
+	vfree(vbuf);
+}
+
 /* rdma_rw contexts over a multi-entry scatterlist, both directions (svcrdma, nvmet). */
 static void rw_ctx_multi_entry(struct kunit *test)
 {
@@ -868,6 +898,7 @@ static struct kunit_case rrxe_frwr_cases[] = {
 	KUNIT_CASE(local_inv_and_new_key),
 	KUNIT_CASE(reg_mr_of_valid_region_fails),
 	KUNIT_CASE(map_mr_sg_refuses_non_memory),
+	KUNIT_CASE(local_dma_sge_outside_memory),
 	KUNIT_CASE(rw_ctx_multi_entry),
 	KUNIT_CASE(post_send_bad_wr),
 	KUNIT_CASE(modify_port_caps),

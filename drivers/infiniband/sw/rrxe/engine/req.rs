@@ -67,6 +67,22 @@ pub(super) struct ReqSide {
     pub(super) ud_psn: Psn,
 }
 
+/// Why a request packet was not sent.
+enum NotSent {
+    /// Its payload could not be read from the WQE's local memory (not `EAGAIN`: on-demand
+    /// paging memory not present is faulted in).
+    Unreadable,
+    /// Building or transmitting it failed (the packet is lost, or waits: `EAGAIN`,
+    /// `ENOBUFS`).
+    Tx(Error),
+}
+
+impl From<Error> for NotSent {
+    fn from(e: Error) -> Self {
+        Self::Tx(e)
+    }
+}
+
 impl QpShared {
     /// Moves posted WQEs into the sender, transmits what it allows and carries out its
     /// actions, until nothing is left to do.
@@ -96,7 +112,17 @@ impl QpShared {
             let Some(p) = e.req.sender.next_packet() else {
                 break;
             };
-            let sent = self.send_request(e, &p);
+            let sent = match self.send_request(e, &p) {
+                Ok(()) => Ok(()),
+                Err(NotSent::Tx(err)) => Err(err),
+                Err(NotSent::Unreadable) => {
+                    // Not a lost packet: its WQE completes with a local protection error
+                    // once the WQEs before it have, and nothing from it on is sent.
+                    self.stats(e).inc(PortCounter::LocalOpErrors);
+                    e.req.sender.payload_failed(&p);
+                    continue;
+                }
+            };
             if sent == Err(EAGAIN) && self.fault_payload(e, &p) && e.req.sender.unsend(&p) {
                 // Its payload is on-demand paging memory not present: the packet waits, and
                 // the QP with it, for the fault work, which resumes the QP.
@@ -232,7 +258,7 @@ impl QpShared {
     }
 
     /// Builds and transmits one request packet of a WQE in flight.
-    fn send_request(&self, e: &mut Engine, p: &TxPacket) -> Result {
+    fn send_request(&self, e: &mut Engine, p: &TxPacket) -> Result<(), NotSent> {
         let id = e.tx.next_ip_id();
         let wqe = e.req.shadow.wqe(p.id).ok_or(EINVAL)?;
         let hdrs = match *wqe.op() {
@@ -288,16 +314,17 @@ impl QpShared {
                 flush_level: level,
                 ..WqeHeaders::default()
             },
-            _ => return Err(EINVAL),
+            _ => return Err(NotSent::Tx(EINVAL)),
         };
         let spec = p.spec(e.tx.dest_qpn, PKEY, &hdrs, &[]);
-        let len = usize::try_from(p.len)?;
+        let len = usize::try_from(p.len).map_err(|_| EINVAL)?;
         let operand = match *wqe.op() {
             SendOp::AtomicWrite { value, .. } => Some(value),
             _ => None,
         };
-        self.xmit(&mut e.tx.routes, &e.tx.av, id, &spec, len, |out| {
-            match (operand, wqe.data()) {
+        let mut unreadable = false;
+        let sent = self.xmit(&mut e.tx.routes, &e.tx.av, id, &spec, len, |out| {
+            let read = match (operand, wqe.data()) {
                 // The ATOMIC WRITE operand travels as the payload, from the WQE itself.
                 (Some(value), _) => {
                     out.copy_from_slice(value.get(..out.len()).ok_or(EINVAL)?);
@@ -316,8 +343,17 @@ impl QpShared {
                     self.gather(e.req.shadow.local(p.id).ok_or(EINVAL)?, p.offset, out)
                 }
                 (None, SendData::None) => Ok(()),
-            }
-        })
+            };
+            // On-demand paging memory not present (`EAGAIN`) is faulted in; anything else is
+            // the WQE's local memory refusing the read.
+            unreadable = read.as_ref().is_err_and(|e| *e != EAGAIN);
+            read
+        });
+        if unreadable {
+            Err(NotSent::Unreadable)
+        } else {
+            sent.map_err(NotSent::Tx)
+        }
     }
 
     /// Carries out what the sender asks for: completions, timers, the error state.

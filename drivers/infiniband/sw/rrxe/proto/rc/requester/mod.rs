@@ -153,7 +153,8 @@ pub(super) struct Slot {
     pub(super) first_psn: Psn,
     pub(super) npsn: u32,
     /// A local operation's outcome once the caller carried it out ([`Sender::local_done`]):
-    /// `Some(true)` if it succeeded.
+    /// `Some(true)` if it succeeded. `Some(false)` on a WQE that sends data: its payload
+    /// could not be read ([`Sender::payload_failed`]).
     pub(super) ran: Option<bool>,
 }
 
@@ -387,16 +388,20 @@ impl<const N: usize> Sender<N> {
     /// WQE is done. A failed local operation that is the oldest fails the send side.
     pub(super) fn advance_done(&mut self) {
         while let Some(slot) = self.slot(self.done).copied() {
+            if slot.ran == Some(false) {
+                // Every earlier WQE completed: this one fails, the send side with it.
+                if !self.is_dead() {
+                    self.fail(if slot.wqe.op.is_local() {
+                        slot.wqe.op.local_error()
+                    } else {
+                        super::WcStatus::LocProtErr
+                    });
+                }
+                return;
+            }
             if slot.wqe.op.is_local() {
-                match slot.ran {
-                    Some(true) => {}
-                    Some(false) => {
-                        if !self.is_dead() {
-                            self.fail(slot.wqe.op.local_error());
-                        }
-                        return;
-                    }
-                    None => return,
+                if slot.ran.is_none() {
+                    return;
                 }
             } else if self.cfg.transport == Transport::Uc {
                 if self.done >= self.tx_slot {

@@ -22,6 +22,10 @@ impl<const N: usize> Sender<N> {
         // Local operations carried out already (met again after a go-back-N) are passed
         // over; one that is not stops the cursor until `next_local` hands it out.
         while let Some(s) = self.slot(self.tx_slot) {
+            if s.ran == Some(false) {
+                // A WQE whose payload could not be read: nothing from it on goes out.
+                return None;
+            }
             if !s.wqe.op.is_local() {
                 break;
             }
@@ -148,6 +152,37 @@ impl<const N: usize> Sender<N> {
             return None;
         }
         Some((slot.wqe.id, slot.wqe.op))
+    }
+
+    /// The payload of request packet `p`, just handed out by [`Sender::next_packet`], could not
+    /// be read from its WQE's local memory (found while building it, after the keys were
+    /// checked): the packet was not sent, nothing from it on is, and once every earlier WQE
+    /// has completed, its WQE completes with `IB_WC_LOC_PROT_ERR` and the send side
+    /// enters the error state (as a failed local operation does). Not a lost packet, which
+    /// would be retried until the retry count runs out.
+    pub fn payload_failed(&mut self, p: &TxPacket) {
+        if self.is_dead() {
+            return;
+        }
+        let Some(off) = (0..self.len).find(|&o| {
+            self.slot(o)
+                .is_some_and(|s| s.wqe.id == p.id && !s.wqe.op.is_local() && s.contains(p.psn))
+        }) else {
+            return;
+        };
+        let i = self.index(off);
+        let Some(slot) = self.ring.get_mut(i) else {
+            return;
+        };
+        slot.ran = Some(false);
+        // A UC WQE counts as done once its last packet is handed out: this one is not.
+        self.done = self.done.min(off);
+        if !p.retransmit {
+            // Nothing from `p` on went out.
+            self.max_sent = p.psn;
+        }
+        self.seek(p.psn);
+        self.advance_done();
     }
 
     /// Reports the outcome of the local operation [`Sender::next_local`] returned: on
