@@ -54,6 +54,7 @@ pub mod qp;
 pub mod srq;
 pub mod timer;
 pub mod trace;
+pub mod umem;
 pub mod usecnt;
 pub mod wr;
 

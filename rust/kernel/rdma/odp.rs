@@ -484,7 +484,7 @@ impl OdpUmem {
         // SAFETY: `for_each_piece` hands out mapped pieces of present pages, valid for their
         // length while the callback runs (under the present map's lock); user memory and
         // `out` do not overlap.
-        unsafe { super::mr::copy_out(out, |f| self.for_each_piece(offset, len, false, f)) }
+        unsafe { super::umem::copy_out(out, |f| self.for_each_piece(offset, len, false, f)) }
     }
 
     /// Copies `data` to byte offset `offset` of the range; `EACCES` if the memory was
@@ -501,7 +501,7 @@ impl OdpUmem {
         // SAFETY: `for_each_piece` hands out mapped pieces of present pages that are
         // writable (asked for with `write`), valid for their length while the callback runs
         // (under the present map's lock); user memory and `data` do not overlap.
-        unsafe { super::mr::copy_in(data, |f| self.for_each_piece(offset, data.len(), true, f)) }
+        unsafe { super::umem::copy_in(data, |f| self.for_each_piece(offset, data.len(), true, f)) }
     }
 
     /// Checks that the memory allows `access` after a re-registration that keeps it: `EACCES`

@@ -26,7 +26,7 @@
 //! [`Transport::Uc`]: crate::proto::rc::Transport::Uc
 
 use super::{replies::TX_WAIT_US, shadow::Shadow, xmit::PKEY, Engine, Events, QpShared};
-use super::{REWIND_WAIT, SQ_SLOTS};
+use super::{Local, REWIND_WAIT, SQ_SLOTS};
 use crate::budget::Budget;
 use crate::counters::PortCounter;
 use crate::mem::Need;
@@ -216,7 +216,8 @@ impl QpShared {
             WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd | WrOpcode::AtomicWrite => 8,
             _ => wqe.length(),
         };
-        if let Some(sges) = e.req.shadow.local(id) {
+        if let SendData::Sges(list) = wqe.data() {
+            let sges = Local::new(list, e.req.shadow.posted(id));
             let n = usize::try_from(len).map_err(|_| WcStatus::LocLenErr)?;
             self.check_sges(sges, n, need)
                 .map_err(|_| WcStatus::LocProtErr)?;
@@ -339,8 +340,8 @@ impl QpShared {
                     out.copy_from_slice(src);
                     Ok(())
                 }
-                (None, SendData::Sges(_)) => {
-                    self.gather(e.req.shadow.local(p.id).ok_or(EINVAL)?, p.offset, out)
+                (None, SendData::Sges(list)) => {
+                    self.gather(Local::new(list, e.req.shadow.posted(p.id)), p.offset, out)
                 }
                 (None, SendData::None) => Ok(()),
             };

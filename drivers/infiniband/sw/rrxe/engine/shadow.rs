@@ -127,7 +127,7 @@ impl Shadow {
     }
 
     /// Returns the SGEs kept for slot `id` (none for a user QP's).
-    fn posted(&self, id: u32) -> &[Option<Sge>] {
+    pub(super) fn posted(&self, id: u32) -> &[Option<Sge>] {
         usize::try_from(id)
             .ok()
             .and_then(|i| i.checked_mul(self.per))

@@ -216,7 +216,7 @@ impl SrqQueue {
         let Ring::Kernel(k) = &mut q.ring else {
             return Err(EINVAL);
         };
-        k.push(wr.sges, |area| {
+        k.push(wr.sges.iter().copied().map(Some), |area| {
             write_sges(area, wr.sges)?;
             CheckedRecvWqe::from_kernel(wr.wr_id, n, area, &self.params).map_err(|_| EINVAL)
         })

@@ -11,7 +11,7 @@ use super::{
     cqe::CqSide,
     path_mtu,
     xmit::{Path, PKEY},
-    Engine, Events, QpShared,
+    Engine, Events, Local, QpShared,
 };
 use crate::budget::Budget;
 use crate::counters::PortCounter;
@@ -149,7 +149,9 @@ impl QpShared {
                     out.copy_from_slice(bytes.get(..out.len()).ok_or(EINVAL)?);
                     Ok(())
                 }
-                SendData::Sges(_) => self.gather(e.req.shadow.local(0).ok_or(EINVAL)?, 0, out),
+                SendData::Sges(list) => {
+                    self.gather(Local::new(list, e.req.shadow.posted(0)), 0, out)
+                }
                 SendData::None => Ok(()),
             }
         });

@@ -160,7 +160,7 @@ impl<W: Copy> KernelRing<W> {
         let mut idx = consumer;
         for _ in 0..n {
             let (w, data, posted) = old.get(&geo.slot(idx)).ok_or(EINVAL)?;
-            self.push_posted(posted, |area| {
+            self.push(posted.iter().copied(), |area| {
                 area.get_mut(..data.len())
                     .ok_or(EINVAL)?
                     .copy_from_slice(data);
@@ -172,37 +172,16 @@ impl<W: Copy> KernelRing<W> {
     }
 
     /// Appends the WQE `fill` checks after putting its data in the (cleared) data area it
-    /// is given, with `sges` (the SGEs the consumer posted with it, those `fill` writes as its
-    /// SGE list; none for an inline payload); nothing is posted if `fill` fails. `ENOMEM` if
-    /// the queue is full (as hardware drivers answer `ib_post_send` on a full queue).
+    /// is given, with `posted` (the SGEs the consumer posted with it, those `fill` writes as
+    /// its SGE list; none for an inline payload); nothing is posted if `fill` fails or there
+    /// are more SGEs than the area holds. `ENOMEM` if the queue is full (as hardware drivers
+    /// answer `ib_post_send` on a full queue).
     pub(crate) fn push(
         &mut self,
-        sges: &[Sge],
-        fill: impl FnOnce(&mut [u8]) -> Result<W>,
-    ) -> Result {
-        self.push_each(sges.len(), |i| sges.get(i).copied(), fill)
-    }
-
-    /// [`Self::push`], with the SGEs kept as another ring keeps them.
-    fn push_posted(
-        &mut self,
-        posted: &[Option<Sge>],
-        fill: impl FnOnce(&mut [u8]) -> Result<W>,
-    ) -> Result {
-        self.push_each(posted.len(), |i| posted.get(i).copied().flatten(), fill)
-    }
-
-    /// [`Self::push`] for `n` SGEs, the `i`th `sge(i)`.
-    fn push_each(
-        &mut self,
-        n: usize,
-        sge: impl Fn(usize) -> Option<Sge>,
+        posted: impl IntoIterator<Item = Option<Sge>>,
         fill: impl FnOnce(&mut [u8]) -> Result<W>,
     ) -> Result {
         let per = self.data_len / uabi::SGE_LEN;
-        if n > per {
-            return Err(EINVAL);
-        }
         let r = self.producer.reserve(self.consumer).map_err(|_| ENOMEM)?;
         let i = usize::try_from(r.slot().index)?;
         let start = i.checked_mul(self.data_len).ok_or(EINVAL)?;
@@ -217,8 +196,10 @@ impl<W: Copy> KernelRing<W> {
             .posted
             .get_mut(start..start.checked_add(per).ok_or(EINVAL)?)
             .ok_or(EINVAL)?;
-        for (j, k) in kept.iter_mut().enumerate() {
-            *k = sge(j);
+        let mut posted = posted.into_iter();
+        kept.iter_mut().for_each(|k| *k = posted.next().flatten());
+        if posted.next().is_some() {
+            return Err(EINVAL);
         }
         *self.wqes.get_mut(i).ok_or(EINVAL)? = Some(w);
         self.producer.commit(r).map_err(|_| EINVAL)?;
@@ -435,7 +416,8 @@ impl QpShared {
             let k = e.kq.as_mut().ok_or(EINVAL)?;
             let inline = wr.flags.contains(SendFlags::INLINE);
             // An inline payload is copied now: its SGEs are not kept.
-            k.sq.push(if inline { &[] } else { sges }, |area| {
+            let posted = sges.iter().filter(|_| !inline).copied().map(Some);
+            k.sq.push(posted, |area| {
                 let data = if inline {
                     // Copied now: the consumer may reuse its buffers as soon as
                     // `ib_post_send` returns.
@@ -454,7 +436,7 @@ impl QpShared {
         self.with_engine(|this, e, ev| {
             let params = e.res.params;
             let k = e.kq.as_mut().and_then(|k| k.rq.as_mut()).ok_or(EINVAL)?;
-            k.push(sges, |area| {
+            k.push(sges.iter().copied().map(Some), |area| {
                 write_sges(area, sges)?;
                 let n = u32::try_from(sges.len())?;
                 CheckedRecvWqe::from_kernel(wr_id, n, area, &params).map_err(|_| EINVAL)
