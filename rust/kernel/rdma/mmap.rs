@@ -46,6 +46,11 @@ struct Memory {
     size: usize,
     /// Set when the [`SharedBuffer`] is dropped: its entry may then be removed.
     orphaned: Atomic<bool>,
+    /// For a buffer userspace may map: its table's count of orphaned buffers.
+    table_orphans: Option<Arc<Atomic<usize>>>,
+    /// Set by [`Memory::put_sleepable`] on the last reference: the context it is dropped in
+    /// may sleep.
+    may_sleep: bool,
 }
 
 // SAFETY: `Memory` owns plain memory; the kernel accesses it through raw pointers only (see
@@ -58,10 +63,32 @@ impl Drop for Memory {
     // Not inlined into modules: `vfree_atomic()` is not exported.
     #[inline(never)]
     fn drop(&mut self) {
-        // SAFETY: By the type invariant we own the allocation. `vfree_atomic()` defers the
-        // work that may sleep, so the last reference may go in any context but NMI (the
-        // buffer's users run in process, softirq or hard-irq context, never NMI).
-        unsafe { bindings::vfree_atomic(self.buf.as_ptr().cast()) };
+        if self.may_sleep {
+            // SAFETY: By the type invariant we own the allocation; `may_sleep` is set only by
+            // `put_sleepable()`, whose caller's context may sleep, as `vfree()`'s must.
+            unsafe { bindings::vfree(self.buf.as_ptr().cast()) };
+        } else {
+            // SAFETY: By the type invariant we own the allocation. `vfree_atomic()` defers
+            // the work that may sleep, so the last reference may go in any context but NMI
+            // (the buffer's users run in process, softirq or hard-irq context, never NMI).
+            unsafe { bindings::vfree_atomic(self.buf.as_ptr().cast()) };
+        }
+    }
+}
+
+impl Memory {
+    /// Drops a share of the memory; if it is the last, the memory is freed at once, not by
+    /// a work item as the last reference dropped anywhere else is (`munmap()` of a ring
+    /// whose QP is gone frees it without waking a worker, as rdma_rxe's `vfree()` does).
+    ///
+    /// # Safety
+    ///
+    /// The caller's context may sleep.
+    unsafe fn put_sleepable(this: Arc<Self>) {
+        if let Some(last) = Arc::into_unique_or_drop(this) {
+            let mut last = Pin::into_inner(last);
+            last.may_sleep = true;
+        }
     }
 }
 
@@ -129,29 +156,53 @@ impl EntryPtr {
 pub(crate) struct MmapTable {
     #[pin]
     entries: Mutex<KVec<EntryPtr>>,
+    /// Buffers of this table dropped and not yet swept: at least as many as are marked
+    /// orphaned (a buffer counts itself before it marks its memory).
+    orphans: Arc<Atomic<usize>>,
 }
 
+/// A table with at most this many entries is swept of every orphaned entry at once.
+const SWEEP_ALWAYS: usize = 64;
+
 impl MmapTable {
-    pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self {
+    pub(crate) fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
             entries <- new_mutex!(KVec::new(), "rdma_mmap_table"),
+            orphans: Arc::new(Atomic::new(0), GFP_KERNEL)?,
         })
     }
 
-    /// Removes the entries of dropped buffers.
+    /// Removes the entries of dropped buffers: nothing to do (and no scan) when none was
+    /// dropped; in a table of more than [`SWEEP_ALWAYS`] entries, only once an eighth of
+    /// them are orphaned, so that destroying many queues one by one costs a constant time
+    /// per queue, not one scan of the table each (an orphaned buffer's memory stays until
+    /// then, at most an eighth more than the live ones, and userspace may still map it).
     ///
     /// # Context
     ///
     /// Process context; the table's user context is alive for the call.
     pub(crate) fn sweep(&self) {
-        self.entries.lock().retain(|e| {
+        let pending = self.orphans.load(ordering::Relaxed);
+        if pending == 0 {
+            return;
+        }
+        let mut entries = self.entries.lock();
+        if entries.len() > SWEEP_ALWAYS && pending.saturating_mul(8) < entries.len() {
+            return;
+        }
+        let mut removed = 0usize;
+        entries.retain(|e| {
             if !e.orphaned() {
                 return true;
             }
             // The element is dropped by `retain` right after: the copy is the only one left.
             EntryPtr(e.0).remove();
+            removed += 1;
             false
         });
+        // Each removed buffer counted itself before it marked its memory (the acquire load
+        // in `orphaned()` saw that mark): the count does not go below zero.
+        self.orphans.fetch_sub(removed, ordering::Relaxed);
     }
 
     /// Removes every entry (the `dealloc_ucontext` trampoline): buffers still alive keep their
@@ -194,7 +245,7 @@ pub struct SharedBuffer {
 }
 
 impl SharedBuffer {
-    fn alloc(size: usize) -> Result<Arc<Memory>> {
+    fn alloc(size: usize, table_orphans: Option<Arc<Atomic<usize>>>) -> Result<Arc<Memory>> {
         if size == 0 {
             return Err(EINVAL);
         }
@@ -209,6 +260,8 @@ impl SharedBuffer {
                 buf,
                 size,
                 orphaned: Atomic::new(false),
+                table_orphans,
+                may_sleep: false,
             },
             GFP_KERNEL,
         )?)
@@ -221,7 +274,7 @@ impl SharedBuffer {
     /// size is chosen by whoever creates it.
     pub fn new(size: usize) -> Result<Self> {
         Ok(Self {
-            mem: Self::alloc(size)?,
+            mem: Self::alloc(size, None)?,
             user: false,
         })
     }
@@ -235,7 +288,7 @@ impl SharedBuffer {
     pub fn new_user<T: Driver>(ctx: &UContext<T>, size: usize) -> Result<(Self, u64)> {
         let table = ctx.mmaps();
         table.sweep();
-        let mem = Self::alloc(size)?;
+        let mem = Self::alloc(size, Some(table.orphans.clone()))?;
         let entry = KBox::new(
             Entry {
                 rdma: Opaque::zeroed(),
@@ -351,8 +404,11 @@ impl SharedBuffer {
 impl Drop for SharedBuffer {
     fn drop(&mut self) {
         if self.user {
-            // The entry, if still inserted, is removed by the next sweep of its table; the
+            // The entry, if still inserted, is removed by a later sweep of its table; the
             // memory goes with the last of this buffer, the entry and the user's mappings.
+            if let Some(orphans) = &self.mem.table_orphans {
+                orphans.fetch_add(1, ordering::Relaxed);
+            }
             self.mem.orphaned.store(true, ordering::Release);
         }
     }
@@ -416,7 +472,9 @@ pub(crate) unsafe extern "C" fn map(
 /// dropped.
 pub(crate) unsafe extern "C" fn free_entry(rdma: *mut bindings::rdma_user_mmap_entry) {
     // SAFETY: The entry is the first field of a leaked `KBox<Entry>` (`Entry` is `repr(C)`);
-    // the core dropped its last reference, so nothing else uses it. Dropping it drops its
-    // share of the memory.
-    drop(unsafe { KBox::from_raw(rdma.cast::<Entry>()) });
+    // the core dropped its last reference, so nothing else uses it.
+    let entry = KBox::into_inner(unsafe { KBox::from_raw(rdma.cast::<Entry>()) });
+    // SAFETY: The core calls `mmap_free` with a mutex held or from `mmap()` (process context,
+    // see `ib_core_uverbs.c` and `uverbs_main.c`): it may sleep.
+    unsafe { Memory::put_sleepable(entry.mem) };
 }
