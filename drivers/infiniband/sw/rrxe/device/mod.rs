@@ -28,7 +28,7 @@ use kernel::rdma::{
 };
 use kernel::sync::{
     atomic::{ordering::Relaxed, Atomic},
-    Arc, Mutex,
+    srcu, Arc, Mutex, Srcu,
 };
 use kernel::xarray::{AllocKind, XArray};
 
@@ -63,6 +63,11 @@ pub(crate) struct RrxeDev {
     /// halves disabled; a QP is taken out before it is destroyed.
     #[pin]
     qps_by_num: XArray<Arc<QpShared>>,
+    /// Every QP found in `qps_by_num` is used inside a read-side section of this (see
+    /// [`QpUse`]): taking a QP out waits for the sections that may have found it, and for
+    /// no other device's or reader's (no RCU grace period per destroyed QP).
+    #[pin]
+    qp_readers: Srcu,
     /// Memory regions in use.
     pub(crate) mrs_used: Arc<Counter>,
     /// Memory windows in use.
@@ -178,23 +183,42 @@ impl RrxeDev {
         Ok(())
     }
 
-    /// Takes a QP out of the receive path's reach; once this returns, no new packet finds it
-    /// (packets being processed may still hold it: see [`QpShared::shutdown`]).
+    /// Takes a QP out of the receive path's reach and waits for the packets being processed
+    /// that found it before: once this returns, no [`QpUse`] of it is left, and the
+    /// references to it are the one returned and the verbs object's. Its timers and work
+    /// may still run (see [`QpShared::shutdown`]).
+    ///
+    /// # Context
+    ///
+    /// Process context (it sleeps), outside any [`QpUse`] of the device.
     pub(crate) fn remove_qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
-        let _bh = BhGuard::new();
-        let mut xa = self.qps_by_num.lock();
-        xa.remove(qpn as usize)
+        let taken = {
+            let _bh = BhGuard::new();
+            let mut xa = self.qps_by_num.lock();
+            xa.remove(qpn as usize)
+        };
+        if taken.is_some() {
+            // Expedited SRCU waits only for this device's readers and sends no IPI: a few
+            // microseconds when no packet is in flight, where a normal grace period of RCU
+            // or SRCU takes milliseconds.
+            self.qp_readers.synchronize_expedited();
+        }
+        taken
     }
 
     /// Returns the QP with number `qpn`, if it takes packets.
     ///
     /// # Context
     ///
-    /// Softirq (the receive path), or process context with bottom halves disabled; the QP
-    /// must be dropped before leaving that section.
-    pub(crate) fn qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
-        let xa = self.qps_by_num.lock();
-        xa.get(qpn as usize).map(|q| q.into())
+    /// Softirq (the receive path), or process context with bottom halves disabled (the
+    /// array's lock is taken in softirq too).
+    pub(crate) fn qp(&self, qpn: u32) -> Option<QpUse<'_>> {
+        let read = self.qp_readers.read_lock();
+        let qp = {
+            let xa = self.qps_by_num.lock();
+            xa.get(qpn as usize).map(Into::into)
+        }?;
+        Some(QpUse { qp, _read: read })
     }
 
     /// Releases a QP number.
@@ -206,6 +230,23 @@ impl RrxeDev {
             xa.remove(qpn as usize)
         };
         drop(old);
+    }
+}
+
+/// A QP the receive path found by number ([`RrxeDev::qp`]), inside a read-side section of
+/// the device's `qp_readers`: [`RrxeDev::remove_qp`] waits for it to be dropped, so the QP's
+/// verbs object, not a packet, drops the last reference, in process context.
+pub(crate) struct QpUse<'a> {
+    // Fields drop in order: the reference before the section ends.
+    qp: Arc<QpShared>,
+    _read: srcu::Guard<'a>,
+}
+
+impl core::ops::Deref for QpUse<'_> {
+    type Target = QpShared;
+
+    fn deref(&self) -> &QpShared {
+        &self.qp
     }
 }
 
@@ -271,6 +312,7 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             qpns <- XArray::new(AllocKind::Alloc),
             next_qpn <- new_mutex!(0),
             qps_by_num <- XArray::new(AllocKind::Alloc),
+            qp_readers <- Srcu::new(c"rrxe_qp_readers", kernel::static_lock_class!()),
             mrs_used: Counter::new(params::MAX_MR)?,
             mws_used: Counter::new(params::MAX_MW)?,
             mcast <- BhSpinLock::new(
@@ -299,9 +341,10 @@ fn resume_qp(ndev: &NetDevice, qpn: u32, how: Resume) {
         return;
     };
     let _bh = BhGuard::new();
+    // A statement, not the tail: the `QpUse` drops before `dev`, which it borrows.
     if let Some(qp) = dev.data().qp(qpn) {
         qp.resume_soon(how == Resume::Rewind);
-    }
+    };
 }
 
 fn check_port(port: PortNum) -> Result {

@@ -107,10 +107,10 @@ const SQ_SLOTS: usize = 128;
 ///
 /// # Invariants
 ///
-/// Only the receive path's table, the QP's verbs object and bounded sections with bottom
-/// halves disabled (softirq, the doorbell) hold references; destroying the QP takes it out
-/// of the table, waits for an RCU grace period and shuts the timers down, so that the verbs
-/// object drops the last reference in process context.
+/// Only the receive path's table, the QP's verbs object and the packets being processed
+/// (each a `QpUse`, inside a read-side section of the device's SRCU) hold references;
+/// destroying the QP takes it out of the table, waits for those sections and shuts the
+/// timers down, so that the verbs object drops the last reference in process context.
 #[pin_data(PinnedDrop)]
 pub(crate) struct QpShared {
     // The timers and the work item are shut down before any field is dropped
@@ -244,7 +244,7 @@ impl QpShared {
     }
 
     /// Stops the timers for good and waits for running callbacks (QP destruction, after
-    /// the QP left the receive path's table and an RCU grace period passed).
+    /// the QP left the receive path's table and the packets that found it are done).
     pub(crate) fn shutdown(&self) {
         self.rto.shutdown();
         self.rnr.shutdown();
