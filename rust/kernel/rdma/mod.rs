@@ -42,6 +42,7 @@ pub mod dbg;
 pub mod device;
 pub mod event;
 pub mod link;
+pub mod lookup;
 pub mod mmap;
 pub mod mr;
 pub mod mw;

@@ -34,6 +34,11 @@
  *   hostile_user_wr_lists    POST_SEND, POST_RECV and POST_SRQ_RECV with a work request list
  *                            for a user QP and SRQ, its SGE naming kernel memory by the
  *                            local DMA lkey: each refused, nothing completes
+ *   hostile_stale_ring_offsets  100 CQs in a fresh context, destroyed one by one: after each,
+ *                            mmap() of the rings of destroyed CQs (their offsets read from
+ *                            /proc/self/maps) succeeds for at most an eighth of the table
+ *                            (none while it holds 64 entries or fewer), and for none once
+ *                            every CQ is gone
  *   hostile_device_still_works  a fresh context's RC pair: SEND and RDMA WRITE, data checked
  *
  * A storm case passes when every call returned within CALL_LIMIT_S, the CQs went quiet
@@ -54,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
@@ -1544,6 +1550,132 @@ out:
 	return ok;
 }
 
+/* ---- stale_ring_offsets ------------------------------------------------------------------- */
+
+#define STALE_CQS 100
+#define SWEEP_ALWAYS 64	/* rust/kernel/rdma/mmap.rs: tables this small are swept at once */
+
+/* The uverbs mappings of this process: their starts, lengths and file offsets. */
+static int uverbs_offsets(unsigned long *start, size_t *len, unsigned long long *off, int max)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f) && n < max) {
+		unsigned long s, e;
+		unsigned long long o;
+		char *path = strchr(line, '/');
+
+		if (sscanf(line, "%lx-%lx %*s %llx", &s, &e, &o) != 3 || !path ||
+		    strncmp(path, "/dev/infiniband/uverbs", 22))
+			continue;
+		start[n] = s;
+		len[n] = e - s;
+		off[n] = o;
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* Whether the ring at @off (@len bytes) of the context on @fd can still be mapped. */
+static int still_mappable(int fd, unsigned long long off, size_t len, int *bad_errno)
+{
+	void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
+
+	if (p == MAP_FAILED) {
+		if (errno != EINVAL)
+			*bad_errno = errno;
+		return 0;
+	}
+	munmap(p, len);
+	return 1;
+}
+
+static int stale_ring_offsets(const char *dev)
+{
+	struct ibv_context *c2 = open_dev(dev);
+	static struct ibv_cq *cqs[STALE_CQS];
+	static unsigned long long off[STALE_CQS];
+	static size_t len[STALE_CQS];
+	enum { MAXM = 2 * STALE_CQS + 16 };
+	static unsigned long bs[MAXM], as[MAXM];
+	static size_t bl[MAXM], al[MAXM];
+	static unsigned long long bo[MAXM], ao[MAXM];
+	int ok = 0, n = 0, worst = 0, bad_errno = 0;
+
+	cur_step = "stale_ring_offsets: creating CQs";
+	if (!c2) {
+		set_why("opening a second context: %s", strerror(errno));
+		return 0;
+	}
+	for (n = 0; n < STALE_CQS; n++) {
+		int nb = uverbs_offsets(bs, bl, bo, MAXM), na, found = 0;
+
+		cqs[n] = ibv_create_cq(c2, 4, NULL, NULL, 0);
+		if (!cqs[n]) {
+			set_why("creating CQ %d: %s", n, strerror(errno));
+			goto out;
+		}
+		na = uverbs_offsets(as, al, ao, MAXM);
+		for (int i = 0; i < na; i++) {
+			int seen = 0;
+
+			for (int j = 0; j < nb && !seen; j++)
+				seen = bs[j] == as[i];
+			if (!seen) {
+				off[n] = ao[i];
+				len[n] = al[i];
+				found++;
+			}
+		}
+		if (found != 1) {
+			n++;
+			set_why("CQ %d added %d uverbs mappings, not 1", n - 1, found);
+			goto out;
+		}
+	}
+	cur_step = "stale_ring_offsets: destroying CQs";
+	for (int i = 0; i < STALE_CQS; i++) {
+		int live = STALE_CQS - 1 - i, stale = 0;
+
+		if (ibv_destroy_cq(cqs[i])) {
+			set_why("destroying CQ %d: %s", i, strerror(errno));
+			cqs[i] = NULL;
+			goto out;
+		}
+		cqs[i] = NULL;
+		for (int j = 0; j <= i; j++)
+			stale += still_mappable(c2->cmd_fd, off[j], len[j], &bad_errno);
+		if (bad_errno) {
+			set_why("mmap of a destroyed CQ's ring: %s, not EINVAL", strerror(bad_errno));
+			goto out;
+		}
+		if (stale > worst)
+			worst = stale;
+		if (stale && (live + stale <= SWEEP_ALWAYS || stale * 8 >= live + stale)) {
+			set_why("after %d of %d CQs destroyed, %d destroyed rings still mappable "
+				"with %d CQs alive", i + 1, STALE_CQS, stale, live);
+			goto out;
+		}
+	}
+	printf("# hostile_stale_ring_offsets: at most %d destroyed rings mappable at once "
+	       "(%d CQs), none at the end\n", worst, STALE_CQS);
+	ok = 1;
+out:
+	for (int i = 0; i < n && i < STALE_CQS; i++)
+		if (cqs[i] && ibv_destroy_cq(cqs[i]))
+			ok = 0;
+	if (ibv_close_device(c2))
+		ok = 0;
+	if (!ok && !why[0])
+		set_why("destroying the CQs or closing the context failed");
+	return ok;
+}
+
 /* ---- device_still_works ------------------------------------------------------------------- */
 
 static int device_still_works(const char *dev)
@@ -1718,6 +1850,13 @@ int main(int argc, char **argv)
 	ok = user_wr_lists();
 	alarm(0);
 	check("hostile_user_wr_lists", ok, why);
+
+	/* The rings of destroyed CQs stop being mappable, within a bound. */
+	begin_case("hostile_stale_ring_offsets");
+	why[0] = 0;
+	ok = stale_ring_offsets(argv[1]);
+	alarm(0);
+	check("hostile_stale_ring_offsets", ok, why);
 
 	/* Another context on the same device: a clean pair, SEND and RDMA WRITE. */
 	begin_case("hostile_device_still_works");

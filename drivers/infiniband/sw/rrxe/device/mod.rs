@@ -22,13 +22,14 @@ use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::rdma::{
     device::{Device, DeviceParams, PortNum, UnregisteredDevice, UverbsCmd},
+    lookup::{Found, LookupTable},
     net::PortUser,
     netdev::{random_eth_addr, NetDevice},
     BhGuard, BhSpinLock,
 };
 use kernel::sync::{
     atomic::{ordering::Relaxed, Atomic},
-    srcu, Arc, Mutex, Srcu,
+    Arc, Mutex,
 };
 use kernel::xarray::{AllocKind, XArray};
 
@@ -59,15 +60,10 @@ pub(crate) struct RrxeDev {
     /// release of QP numbers.
     #[pin]
     next_qpn: Mutex<u32>,
-    /// The data path's QPs by number. Every access takes the array's lock with bottom
-    /// halves disabled; a QP is taken out before it is destroyed.
+    /// The data path's QPs by number; a QP is taken out before it is destroyed, which
+    /// waits for the packets being processed that found it, if any.
     #[pin]
-    qps_by_num: XArray<Arc<QpShared>>,
-    /// Every QP found in `qps_by_num` is used inside a read-side section of this (see
-    /// [`QpUse`]): taking a QP out waits for the sections that may have found it, and for
-    /// no other device's or reader's (no RCU grace period per destroyed QP).
-    #[pin]
-    qp_readers: Srcu,
+    qps_by_num: LookupTable<QpShared>,
     /// Memory regions in use.
     pub(crate) mrs_used: Arc<Counter>,
     /// Memory windows in use.
@@ -177,48 +173,24 @@ impl RrxeDev {
 
     /// Makes a QP reachable by the receive path.
     pub(crate) fn insert_qp(&self, qp: Arc<QpShared>) -> Result {
-        let qpn = qp.qpn() as usize;
-        let _bh = BhGuard::new();
-        self.qps_by_num.lock().store(qpn, qp, GFP_ATOMIC)?;
-        Ok(())
+        self.qps_by_num.insert(qp.qpn() as usize, qp)
     }
 
     /// Takes a QP out of the receive path's reach and waits for the packets being processed
-    /// that found it before: once this returns, no [`QpUse`] of it is left, and the
-    /// references to it are the one returned and the verbs object's. Its timers and work
-    /// may still run (see [`QpShared::shutdown`]).
+    /// that found it, if any: once this returns, no [`Found`] lends it, and the references
+    /// to it are the one returned and the verbs object's. Its timers and work may still run
+    /// (see [`QpShared::shutdown`]).
     ///
     /// # Context
     ///
-    /// Process context (it sleeps), outside any [`QpUse`] of the device.
+    /// Process context (it may sleep), outside any [`Found`] of the device's QPs.
     pub(crate) fn remove_qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
-        let taken = {
-            let _bh = BhGuard::new();
-            let mut xa = self.qps_by_num.lock();
-            xa.remove(qpn as usize)
-        };
-        if taken.is_some() {
-            // Expedited SRCU waits only for this device's readers and sends no IPI: a few
-            // microseconds when no packet is in flight, where a normal grace period of RCU
-            // or SRCU takes milliseconds.
-            self.qp_readers.synchronize_expedited();
-        }
-        taken
+        self.qps_by_num.remove(qpn as usize)
     }
 
-    /// Returns the QP with number `qpn`, if it takes packets.
-    ///
-    /// # Context
-    ///
-    /// Softirq (the receive path), or process context with bottom halves disabled (the
-    /// array's lock is taken in softirq too).
-    pub(crate) fn qp(&self, qpn: u32) -> Option<QpUse<'_>> {
-        let read = self.qp_readers.read_lock();
-        let qp = {
-            let xa = self.qps_by_num.lock();
-            xa.get(qpn as usize).map(Into::into)
-        }?;
-        Some(QpUse { qp, _read: read })
+    /// Returns the QP with number `qpn`, if it takes packets, lent until the [`Found`] drops.
+    pub(crate) fn qp(&self, qpn: u32) -> Option<Found<'_, QpShared>> {
+        self.qps_by_num.get(qpn as usize)
     }
 
     /// Releases a QP number.
@@ -230,23 +202,6 @@ impl RrxeDev {
             xa.remove(qpn as usize)
         };
         drop(old);
-    }
-}
-
-/// A QP the receive path found by number ([`RrxeDev::qp`]), inside a read-side section of
-/// the device's `qp_readers`: [`RrxeDev::remove_qp`] waits for it to be dropped, so the QP's
-/// verbs object, not a packet, drops the last reference, in process context.
-pub(crate) struct QpUse<'a> {
-    // Fields drop in order: the reference before the section ends.
-    qp: Arc<QpShared>,
-    _read: srcu::Guard<'a>,
-}
-
-impl core::ops::Deref for QpUse<'_> {
-    type Target = QpShared;
-
-    fn deref(&self) -> &QpShared {
-        &self.qp
     }
 }
 
@@ -311,8 +266,7 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
             next_srq: Atomic::new(0),
             qpns <- XArray::new(AllocKind::Alloc),
             next_qpn <- new_mutex!(0),
-            qps_by_num <- XArray::new(AllocKind::Alloc),
-            qp_readers <- Srcu::new(c"rrxe_qp_readers", kernel::static_lock_class!()),
+            qps_by_num <- LookupTable::new(c"rrxe_qps", kernel::static_lock_class!()),
             mrs_used: Counter::new(params::MAX_MR)?,
             mws_used: Counter::new(params::MAX_MW)?,
             mcast <- BhSpinLock::new(
@@ -341,7 +295,7 @@ fn resume_qp(ndev: &NetDevice, qpn: u32, how: Resume) {
         return;
     };
     let _bh = BhGuard::new();
-    // A statement, not the tail: the `QpUse` drops before `dev`, which it borrows.
+    // A statement, not the tail: the `Found` drops before `dev`, which it borrows.
     if let Some(qp) = dev.data().qp(qpn) {
         qp.resume_soon(how == Resume::Rewind);
     };

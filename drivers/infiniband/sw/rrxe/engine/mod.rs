@@ -107,10 +107,10 @@ const SQ_SLOTS: usize = 128;
 ///
 /// # Invariants
 ///
-/// Only the receive path's table, the QP's verbs object and the packets being processed
-/// (each a `QpUse`, inside a read-side section of the device's SRCU) hold references;
-/// destroying the QP takes it out of the table, waits for those sections and shuts the
-/// timers down, so that the verbs object drops the last reference in process context.
+/// Only the receive path's table and the QP's verbs object hold references (packets being
+/// processed borrow it from the table, a `lookup::Found`); destroying the QP takes it out
+/// of the table, which waits for those borrowers, and shuts the timers down, so that the
+/// verbs object drops the last reference in process context.
 #[pin_data(PinnedDrop)]
 pub(crate) struct QpShared {
     // The timers and the work item are shut down before any field is dropped
