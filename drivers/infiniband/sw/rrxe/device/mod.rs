@@ -308,3 +308,97 @@ fn check_port(port: PortNum) -> Result {
         Err(EINVAL)
     }
 }
+
+#[cfg(CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)]
+#[kunit_tests(rrxe_lookup)]
+mod tests {
+    use kernel::prelude::*;
+    use kernel::rdma::lookup::LookupTable;
+    use kernel::sync::{
+        atomic::{
+            ordering::{Acquire, Release},
+            Atomic,
+        },
+        Arc,
+    };
+    use kernel::time::{delay::fsleep, Delta};
+
+    /// The QP table's rules: an index holds one object (a second insert is refused, it
+    /// would free a lent slot), a lookup lends the object in place, and the object comes
+    /// back out of `remove` once (at once: nothing lends it any more).
+    #[test]
+    fn lookup_table_lends_and_returns_objects() -> Result {
+        let table = KBox::pin_init(
+            LookupTable::<u32>::new(c"rrxe_lookup_test", kernel::static_lock_class!()),
+            GFP_KERNEL,
+        )?;
+        let obj = Arc::new(7u32, GFP_KERNEL)?;
+        table.insert(5, obj.clone())?;
+        assert_eq!(table.insert(5, Arc::new(8, GFP_KERNEL)?), Err(EBUSY));
+        {
+            let found = table.get(5);
+            assert_eq!(found.as_deref(), Some(&7));
+            let again = table.get(5);
+            assert_eq!(again.as_deref(), Some(&7));
+            assert!(table.get(6).is_none());
+        }
+        let back = table.remove(5);
+        assert!(back.as_ref().is_some_and(|b| Arc::ptr_eq(b, &obj)));
+        assert!(table.remove(5).is_none());
+        assert!(table.get(5).is_none());
+        // The index is free again.
+        table.insert(5, Arc::new(9, GFP_KERNEL)?)?;
+        assert_eq!(table.get(5).as_deref(), Some(&9));
+        Ok(())
+    }
+
+    /// The slow path: `remove` on another CPU while the object is lent waits until the lender
+    /// lets go (a QP destroyed while a packet for it is being processed), and then returns it.
+    #[test]
+    fn lookup_table_remove_waits_for_a_lent_object() -> Result {
+        let table = Arc::pin_init(
+            LookupTable::<u32>::new(c"rrxe_lookup_test2", kernel::static_lock_class!()),
+            GFP_KERNEL,
+        )?;
+        table.insert(3, Arc::new(11, GFP_KERNEL)?)?;
+        // 0: not started, 1: removing, 2: `remove` returned the object, 3: it returned none.
+        let stage = Arc::new(Atomic::<u32>::new(0), GFP_KERNEL)?;
+        let found = table.get(3);
+        assert_eq!(found.as_deref(), Some(&11));
+        {
+            let (table, stage) = (table.clone(), stage.clone());
+            kernel::workqueue::system().try_spawn(GFP_KERNEL, move || {
+                stage.store(1, Release);
+                let got = table.remove(3);
+                stage.store(if got.as_deref() == Some(&11) { 2 } else { 3 }, Release);
+            })?;
+        }
+        let wait = |until: u32| {
+            for _ in 0..500 {
+                if stage.load(Acquire) >= until {
+                    break;
+                }
+                fsleep(Delta::from_millis(2));
+            }
+        };
+        wait(1);
+        assert_eq!(stage.load(Acquire), 1);
+        // `remove` takes the object out and waits: new lookups miss, the lent one holds.
+        let mut gone = false;
+        for _ in 0..500 {
+            if table.get(3).is_none() {
+                gone = true;
+                break;
+            }
+            fsleep(Delta::from_millis(2));
+        }
+        assert!(gone);
+        fsleep(Delta::from_millis(20));
+        assert_eq!(stage.load(Acquire), 1);
+        assert_eq!(found.as_deref(), Some(&11));
+        drop(found);
+        wait(2);
+        assert_eq!(stage.load(Acquire), 2);
+        Ok(())
+    }
+}
