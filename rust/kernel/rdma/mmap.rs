@@ -29,7 +29,7 @@ use crate::{
     prelude::*,
     sync::{
         atomic::{ordering, Atomic},
-        Arc, Mutex,
+        Arc, Mutex, SetOnce,
     },
     types::Opaque, //
 };
@@ -157,19 +157,35 @@ pub(crate) struct MmapTable {
     #[pin]
     entries: Mutex<KVec<EntryPtr>>,
     /// Buffers of this table dropped and not yet swept: at least as many as are marked
-    /// orphaned (a buffer counts itself before it marks its memory).
-    orphans: Arc<Atomic<usize>>,
+    /// orphaned (a buffer counts itself before it marks its memory). Made with the first
+    /// buffer, under `entries`' lock: `alloc_ucontext` allocates nothing (the core leaks the
+    /// context's task reference when it fails through the ioctl path,
+    /// `uverbs_std_types_device.c`, `UVERBS_METHOD_GET_CONTEXT`).
+    orphans: SetOnce<Arc<Atomic<usize>>>,
 }
 
 /// A table with at most this many entries is swept of every orphaned entry at once.
 const SWEEP_ALWAYS: usize = 64;
 
 impl MmapTable {
-    pub(crate) fn new() -> impl PinInit<Self, Error> {
-        try_pin_init!(Self {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
             entries <- new_mutex!(KVec::new(), "rdma_mmap_table"),
-            orphans: Arc::new(Atomic::new(0), GFP_KERNEL)?,
+            orphans: SetOnce::new(),
         })
+    }
+
+    /// Returns the count of orphaned buffers, made on first use.
+    fn orphans(&self) -> Result<Arc<Atomic<usize>>> {
+        if let Some(o) = self.orphans.as_ref() {
+            return Ok(o.clone());
+        }
+        // Made under the lock: a second caller waits and finds it.
+        let _entries = self.entries.lock();
+        if self.orphans.as_ref().is_none() {
+            self.orphans.populate(Arc::new(Atomic::new(0), GFP_KERNEL)?);
+        }
+        self.orphans.as_ref().cloned().ok_or(ENOMEM)
     }
 
     /// Removes the entries of dropped buffers: nothing to do (and no scan) when none was
@@ -182,7 +198,10 @@ impl MmapTable {
     ///
     /// Process context; the table's user context is alive for the call.
     pub(crate) fn sweep(&self) {
-        let pending = self.orphans.load(ordering::Relaxed);
+        let Some(orphans) = self.orphans.as_ref() else {
+            return;
+        };
+        let pending = orphans.load(ordering::Relaxed);
         if pending == 0 {
             return;
         }
@@ -202,7 +221,7 @@ impl MmapTable {
         });
         // Each removed buffer counted itself before it marked its memory (the acquire load
         // in `orphaned()` saw that mark): the count does not go below zero.
-        self.orphans.fetch_sub(removed, ordering::Relaxed);
+        orphans.fetch_sub(removed, ordering::Relaxed);
     }
 
     /// Removes every entry (the `dealloc_ucontext` trampoline): buffers still alive keep their
@@ -288,7 +307,7 @@ impl SharedBuffer {
     pub fn new_user<T: Driver>(ctx: &UContext<T>, size: usize) -> Result<(Self, u64)> {
         let table = ctx.mmaps();
         table.sweep();
-        let mem = Self::alloc(size, Some(table.orphans.clone()))?;
+        let mem = Self::alloc(size, Some(table.orphans()?))?;
         let entry = KBox::new(
             Entry {
                 rdma: Opaque::zeroed(),

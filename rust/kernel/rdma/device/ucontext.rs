@@ -157,7 +157,7 @@ pub(super) unsafe extern "C" fn alloc<T: Driver>(
         let dev = unsafe { Device::<T>::from_raw((*uctx).device) };
         let ctx = uctx.cast::<UContext<T>>();
         // SAFETY: `mmaps` is uninitialised memory in the core's allocation, which never moves;
-        // if the initialiser fails (no memory), nothing is left to drop.
+        // the initialiser cannot fail.
         unsafe { pin_init::raw_try_init(&raw mut (*ctx).mmaps, MmapTable::new()) }?;
         // SAFETY: `udata` is null or valid for the call, an operation of a `Device<T>`.
         let init = T::alloc_ucontext(dev, unsafe { UData::from_raw(udata) });
