@@ -3,18 +3,19 @@
 #
 # Writes the rrxe kernel patch series for a Linux 7.3 tree into DIR (default build/series),
 # as `git format-patch` output, one logical change per patch:
-#   1. RDMA/core: the software transport tracepoints                (patches/0006 + rdma_sw)
-#   2. RDMA/core: rdma_user_mmap_vmalloc()                          (patches/0007)
-#   3. rust: bindings: the RDMA, networking, crc32, rdma_sw headers (patches/0001)
-#   4. rust: rdma: the module, its helpers and Kconfig, and the pieces that know nothing
+#   1. RDMA/core: a fix: a failed GET_CONTEXT releases the task reference (patches/0008)
+#   2. RDMA/core: the software transport tracepoints                (patches/0006 + rdma_sw)
+#   3. RDMA/core: rdma_user_mmap_vmalloc()                          (patches/0007)
+#   4. rust: bindings: the RDMA, networking, crc32, rdma_sw headers (patches/0001)
+#   5. rust: rdma: the module, its helpers and Kconfig, and the pieces that know nothing
 #      of RDMA: timers and work embedded in objects, BH locking, process-context proof,
 #      dynamic debug call sites                                     (patches/0002-0004)
-#   5. rust: rdma: RoCEv2 networking: UDP tunnel port, routes, skbs, netdevices
-#   6. rust: rdma: the verbs abstractions
-#   7. RDMA/rrxe: the driver, its Kconfig and Makefile              (patches/0005 + drivers/)
-#   8. Documentation: infiniband: the rrxe design page              (Documentation/rrxe.rst)
-#   9. MAINTAINERS: the rrxe and kernel::rdma entry
-# Patches 4 and 5 carry a mod.rs that declares only their modules (made here from the full
+#   6. rust: rdma: RoCEv2 networking: UDP tunnel port, routes, skbs, netdevices
+#   7. rust: rdma: the verbs abstractions
+#   8. RDMA/rrxe: the driver, its Kconfig and Makefile              (patches/0005 + drivers/)
+#   9. Documentation: infiniband: the rrxe design page              (Documentation/rrxe.rst)
+#   10. MAINTAINERS: the rrxe and kernel::rdma entry
+# Patches 5 and 6 carry a mod.rs that declares only their modules (made here from the full
 # one), so each builds on its own; make series-check compiles the kernel crate at each.
 # The commits are made in a scratch git repository whose base holds the pristine 7.3.4
 # copies of every file the series modifies, so the `index` lines name the real blobs and
@@ -92,6 +93,21 @@ commit() {
 	EOF
 }
 pf() { (cd "$REPO/patches" && ls $1); }
+
+commit "RDMA/core: release the context's restrack entry when GET_CONTEXT fails" \
+"ib_alloc_ucontext() attaches the calling task to the new context's
+restrack entry, which takes a reference on the task. The write() path
+drops it with rdma_restrack_put() when ib_init_ucontext() fails; the
+ioctl path only frees the context, so every failed
+UVERBS_METHOD_GET_CONTEXT leaks a reference on the caller's task_struct.
+Any process can do that without privilege: a second GET_CONTEXT on a
+uverbs file that already has a context fails with -EINVAL, and the
+task_struct, its signal_struct and creds are never freed after the
+process exits (kmemleak reports them). A driver whose alloc_ucontext
+fails does the same.
+
+Release the entry as the write() path does." \
+	$(pf '0008-*.patch') --
 
 commit "RDMA/core: add tracepoints for software RDMA transports" \
 "Queue pair state changes (with the reason), requester retries and the

@@ -39,6 +39,13 @@
  *                            /proc/self/maps) succeeds for at most an eighth of the table
  *                            (none while it holds 64 entries or fewer), and for none once
  *                            every CQ is gone
+ *   hostile_get_context_twice  GET_CONTEXT through the ioctl interface on a uverbs file that
+ *                            already has its context, in 4 child processes: refused with
+ *                            EINVAL each time; the group's kmemleak check then finds no
+ *                            task_struct left behind (ib_core 7.3.4 freed the refused context
+ *                            without dropping the task reference its resource tracking had
+ *                            taken: every such call leaked the calling process's task_struct;
+ *                            patches/0008 fixes it)
  *   hostile_device_still_works  a fresh context's RC pair: SEND and RDMA WRITE, data checked
  *
  * A storm case passes when every call returned within CALL_LIMIT_S, the CQs went quiet
@@ -59,10 +66,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/rdma_user_ioctl.h>
 
 #include "rrxe_test.h"
 
@@ -1676,6 +1687,76 @@ out:
 	return ok;
 }
 
+/* ---- get_context_twice ------------------------------------------------------------------- */
+
+#define GET_CONTEXT_CHILDREN 4
+
+/* A child: a context (librxe's GET_CONTEXT), then a second GET_CONTEXT by ioctl on its file. */
+static int get_context_again(const char *dev)
+{
+	struct ibv_context *c2 = open_dev(dev);
+	struct ib_uverbs_ioctl_hdr hdr = {
+		.length = sizeof(hdr),
+		.object_id = UVERBS_OBJECT_DEVICE,
+		.method_id = UVERBS_METHOD_GET_CONTEXT,
+		.driver_id = RDMA_DRIVER_RXE,
+	};
+	int rc, err;
+
+	if (!c2)
+		return 2;
+	rc = ioctl(c2->cmd_fd, RDMA_VERBS_IOCTL, &hdr);
+	err = errno;
+	if (ibv_close_device(c2))
+		return 3;
+	if (rc == 0)
+		return 4;
+	return err == EINVAL ? 0 : 10 + (err & 0x7f);
+}
+
+static int get_context_twice(const char *dev)
+{
+	int ok = 1;
+
+	cur_step = "get_context_twice: children";
+	for (int i = 0; i < GET_CONTEXT_CHILDREN; i++) {
+		pid_t pid = fork();
+		int st = 0;
+
+		if (pid < 0) {
+			set_why("fork: %s", strerror(errno));
+			return 0;
+		}
+		if (pid == 0)
+			_exit(get_context_again(dev));
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
+			set_why("child %d did not exit", i);
+			return 0;
+		}
+		switch (WEXITSTATUS(st)) {
+		case 0:
+			break;
+		case 2:
+			set_why("child %d: opening the device failed", i);
+			ok = 0;
+			break;
+		case 3:
+			set_why("child %d: closing the device failed", i);
+			ok = 0;
+			break;
+		case 4:
+			set_why("child %d: a second GET_CONTEXT on one file succeeded", i);
+			ok = 0;
+			break;
+		default:
+			set_why("child %d: a second GET_CONTEXT failed with %s, not EINVAL", i,
+				strerror(WEXITSTATUS(st) - 10));
+			ok = 0;
+		}
+	}
+	return ok;
+}
+
 /* ---- device_still_works ------------------------------------------------------------------- */
 
 static int device_still_works(const char *dev)
@@ -1857,6 +1938,13 @@ int main(int argc, char **argv)
 	ok = stale_ring_offsets(argv[1]);
 	alarm(0);
 	check("hostile_stale_ring_offsets", ok, why);
+
+	/* A refused second context leaves nothing behind. */
+	begin_case("hostile_get_context_twice");
+	why[0] = 0;
+	ok = get_context_twice(argv[1]);
+	alarm(0);
+	check("hostile_get_context_twice", ok, why);
 
 	/* Another context on the same device: a clean pair, SEND and RDMA WRITE. */
 	begin_case("hostile_device_still_works");
