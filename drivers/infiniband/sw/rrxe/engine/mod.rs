@@ -154,6 +154,18 @@ pub(crate) struct QpShared {
     /// the next run goes back to the oldest unacknowledged PSN
     /// ([`Sender::on_fault_resolved`]).
     pub(super) rewind: Atomic<u32>,
+    /// How a connected user QP's shadow ring is made at its first doorbell (`None`: it was
+    /// made with the QP).
+    shadow_plan: Option<ShadowPlan>,
+    /// The shadow ring has its storage (set under the engine lock when it gets it).
+    shadow_made: Atomic<bool>,
+}
+
+/// The size of a shadow ring made later ([`Shadow::new`]'s arguments).
+#[derive(Clone, Copy)]
+pub(super) struct ShadowPlan {
+    pub(super) elem: usize,
+    pub(super) slots: usize,
 }
 
 impl_deferred! {
@@ -319,24 +331,45 @@ impl QpShared {
         }
     }
 
-    /// The send doorbell (`ibv_post_send`): start the WQEs userspace posted.
+    /// The send doorbell (`ibv_post_send`): start the WQEs userspace posted. Process context:
+    /// the first one of a connected user QP makes its shadow ring.
     pub(crate) fn doorbell(&self) -> Result {
-        self.with_engine(|this, e, ev| match e.state() {
-            s if s.transmits() && this.kernel.is_some() => {
-                this.kick.queue(this);
+        let spare = match self.shadow_plan {
+            Some(plan) if !self.shadow_made.load(Relaxed) => {
+                Some(Shadow::new(plan.elem, plan.slots, false)?)
+            }
+            _ => None,
+        };
+        let (r, left) = self.with_engine(|this, e, ev| {
+            let left = spare.map(|s| e.req.shadow.provide(s));
+            if left.is_some() {
+                this.shadow_made.store(true, Relaxed);
+            }
+            (this.ring_sq(e, ev), left)
+        });
+        // An empty ring, or a spare another doorbell made unneeded: freed unlocked.
+        drop(left);
+        r
+    }
+
+    /// Starts the WQEs of the send queue, or flushes them in ERR.
+    fn ring_sq(&self, e: &mut Engine, ev: &mut Events) -> Result {
+        match e.state() {
+            s if s.transmits() && self.kernel.is_some() => {
+                self.kick.queue(self);
                 Ok(())
             }
             s if s.transmits() => {
-                this.pump(e, ev);
+                self.pump(e, ev);
                 Ok(())
             }
             qp_state::QpState::Err => {
-                this.flush_queues(e, ev);
+                self.flush_queues(e, ev);
                 Ok(())
             }
             // As the C driver: posting before RTS is an error.
             _ => Err(EINVAL),
-        })
+        }
     }
 
     /// Returns `true` for a UD QP.

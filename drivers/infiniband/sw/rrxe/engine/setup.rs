@@ -7,7 +7,9 @@ use super::req::ReqSide;
 use super::resp::RespSide;
 use super::state::{new_responder, new_sender};
 use super::xmit::TxPath;
-use super::{replies, wq, Engine, QpShared, Queue, RecvCopy, Shadow, SrqQueue, SQ_SLOTS};
+use super::{
+    replies, wq, Engine, QpShared, Queue, RecvCopy, Shadow, ShadowPlan, SrqQueue, SQ_SLOTS,
+};
 use crate::params;
 use crate::proto::{
     opcode::QpType as WireQpType,
@@ -71,6 +73,17 @@ impl QpShared {
             (None, g) => g.map_or(0, |g| g.elem_size()),
         };
         let (sq, rq, kq) = wq::split(s.sq, s.rq)?;
+        // A UD QP sends from slot 0 only; a connected QP keeps as many WQEs in flight as it
+        // asked its send queue to hold, at most `SQ_SLOTS` (the rest of a fuller ring waits
+        // there for a slot). A connected user QP's copies are made at its first doorbell.
+        let plan = ShadowPlan {
+            elem: sq_elem,
+            slots: match s.qp_type {
+                WireQpType::Ud => 1,
+                _ => usize::try_from(s.sq_depth.min(s.caps.max_send_wr)).unwrap_or(SQ_SLOTS),
+            },
+        };
+        let deferred = s.kernel.is_none() && s.qp_type != WireQpType::Ud;
         let eng = Engine {
             counter: None,
             req: ReqSide {
@@ -87,19 +100,11 @@ impl QpShared {
                     // A kernel consumer's ring is never mapped to userspace.
                     kernel: s.kernel.is_some(),
                 },
-                // A UD QP sends from slot 0 only; a connected QP keeps as many WQEs in flight
-                // as it asked its send queue to hold, at most `SQ_SLOTS` (the rest of a
-                // fuller ring waits there for a slot).
-                shadow: Shadow::new(
-                    sq_elem,
-                    match s.qp_type {
-                        WireQpType::Ud => 1,
-                        _ => {
-                            usize::try_from(s.sq_depth.min(s.caps.max_send_wr)).unwrap_or(SQ_SLOTS)
-                        }
-                    },
-                    s.kernel.is_some(),
-                )?,
+                shadow: if deferred {
+                    Shadow::deferred()
+                } else {
+                    Shadow::new(plan.elem, plan.slots, s.kernel.is_some())?
+                },
                 error: None,
                 drain_due: false,
                 timeout_us: None,
@@ -146,6 +151,8 @@ impl QpShared {
                 handle: s.handle,
                 events: s.events,
                 rewind: Atomic::new(0),
+                shadow_plan: if deferred { Some(plan) } else { None },
+                shadow_made: Atomic::new(!deferred),
             }),
             crate::params::gfp_user(),
         )

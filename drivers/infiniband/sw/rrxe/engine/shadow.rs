@@ -21,8 +21,13 @@ use kernel::rdma::wr::Sge;
 /// or completing the WQE never validates it again. The requester starts a WQE only while a
 /// slot is free.
 ///
+/// A connected user QP's ring is made empty ([`Shadow::deferred`]) and gets its storage at
+/// the QP's first doorbell ([`Shadow::provide`]): an idle QP holds no copies (about 17 KiB
+/// for 64 WRs of one SGE), and until then no WQE starts.
+///
 /// # Invariants
 ///
+/// Either `slots == 0`, `next == 0` and every vector is empty (no storage yet), or
 /// `0 < slots <= SQ_SLOTS`, `scratch` holds `elem` bytes, `data` holds `slots * area`
 /// bytes (`area` is `elem` less the WQE's fixed part) and `wqes` `slots` entries,
 /// `next < slots`; `posted` holds `slots * per` entries, `per` being `area / SGE_LEN` for a
@@ -64,6 +69,37 @@ impl Shadow {
         })
     }
 
+    /// Returns a ring without storage, in which no WQE starts until [`Self::provide`] gives
+    /// it a ring [`Self::new`] made.
+    pub(super) fn deferred() -> Self {
+        // INVARIANT: no slots, no storage.
+        Self {
+            scratch: KVVec::new(),
+            data: KVVec::new(),
+            wqes: KVVec::new(),
+            posted: KVVec::new(),
+            per: 0,
+            area: 0,
+            slots: 0,
+            next: 0,
+        }
+    }
+
+    /// Returns whether the ring has its storage.
+    pub(super) fn is_provided(&self) -> bool {
+        self.slots > 0
+    }
+
+    /// Gives a ring without storage that of `spare` (made by [`Self::new`], in process
+    /// context, before the QP's lock was taken). Returns what the caller drops once it has
+    /// released that lock: the empty ring, or `spare` if this one had storage already.
+    pub(super) fn provide(&mut self, spare: Self) -> Self {
+        if self.is_provided() {
+            return spare;
+        }
+        core::mem::replace(self, spare)
+    }
+
     /// Returns the number of slots: the most send WQEs in flight.
     pub(super) fn slots(&self) -> usize {
         // `slots <= SQ_SLOTS` by the type invariant.
@@ -77,8 +113,12 @@ impl Shadow {
 
     /// Moves on to the next slot, once the WQE in [`Self::next_slot`] is posted.
     pub(super) fn advance(&mut self) {
-        // INVARIANT: `slots > 0`, so the new `next` is below it.
-        self.next = self.next.wrapping_add(1) % self.slots;
+        // INVARIANT: the new `next` is below `slots`, or 0 in a ring without storage.
+        self.next = self
+            .next
+            .wrapping_add(1)
+            .checked_rem(self.slots)
+            .unwrap_or(0);
     }
 
     /// Returns the data area kept for slot `id`.
