@@ -151,7 +151,7 @@ impl QpShared {
                 handle: s.handle,
                 events: s.events,
                 rewind: Atomic::new(0),
-                shadow_plan: if deferred { Some(plan) } else { None },
+                shadow_plan: deferred.then_some(plan),
                 shadow_made: Atomic::new(!deferred),
             }),
             crate::params::gfp_user(),
