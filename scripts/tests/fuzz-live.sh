@@ -42,7 +42,7 @@
 #    rcvd_icrc_err grew by at least 95% of the packets sent (the wire is UDP between the
 #    QEMUs and may lose a few); rcvd_icrc_err did not move (every fuzzed ICRC is right);
 #    rcvd_malformed grew by at most the fuzzer's sure_malformed count (the packets an
-#    RC/UC/UD receiver must refuse before the QP lookup: reserved, RD or CNP opcodes,
+#    RC/UC/UD/CNP receiver must refuse before the QP lookup: reserved or RD opcodes,
 #    transport version, truncated, bad payload or pad; on the host rrxe's own parser
 #    refuses exactly those, packet for packet) and by at least 95% of it; rcvd_unknown_qp
 #    and rcvd_dropped moved (other QPNs, old rounds' QPs, wrong P_Keys and transports).

@@ -97,7 +97,7 @@ fn capture_fixtures() {
 
 /// Externally produced vectors: scapy's `test/contrib/roce.uts` UC SEND example (ICRC by
 /// scapy's own implementation) and a CNP captured on a Mellanox ConnectX-4 Lx (ICRC by
-/// hardware; verify only, CNPs are otherwise unsupported).
+/// hardware: BECN set, PSN 0, DSCP 48 with ECT(0), as [`rrxe_proto::cc`] builds its own).
 #[test]
 fn external_vectors() {
     let uc = parse_hex(
@@ -111,10 +111,12 @@ fn external_vectors() {
     );
     let roce = capture::dissect(&cnp).unwrap();
     roce.verify_icrc().unwrap();
-    assert_eq!(
-        roce.parse().unwrap_err(),
-        rrxe_proto::packet::ParseError::Unsupported(rrxe_proto::opcode::Opcode::CNP)
-    );
+    let p = roce.parse().unwrap();
+    assert!(p.info.is_cnp());
+    assert!(p.bth.becn() && !p.bth.fecn());
+    assert_eq!(p.bth.dest_qp().get(), 0x118);
+    assert_eq!(p.bth.psn().get(), 0);
+    assert_eq!(p.bth.pkey(), 0xffff);
 }
 
 fn decode(args: &[&str]) -> (i32, String) {

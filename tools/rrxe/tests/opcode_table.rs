@@ -124,8 +124,9 @@ fn names_constants_and_qp_types() {
         assert_eq!(row.qp_type(), qp);
         assert_eq!(
             row.supported(),
-            matches!(qp, Some(QpType::Rc | QpType::Uc | QpType::Ud))
+            matches!(qp, Some(QpType::Rc | QpType::Uc | QpType::Ud)) || row.is_cnp()
         );
+        assert_eq!(row.is_cnp(), row.opcode == Opcode::CNP);
         for t in [QpType::Rc, QpType::Uc, QpType::Rd, QpType::Ud] {
             assert_eq!(row.allowed_on(t), qp == Some(t));
         }

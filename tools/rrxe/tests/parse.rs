@@ -78,10 +78,14 @@ fn bth_level_errors() {
     );
     let cnp = packet(Opcode::CNP, b"");
     assert_eq!(cnp.len(), 32);
-    assert_eq!(
-        parse(&cnp).unwrap_err(),
-        ParseError::Unsupported(Opcode::CNP)
-    );
+    let p = parse(&cnp).unwrap();
+    assert!(p.info.is_cnp() && p.info.qp_type().is_none());
+    assert!(p.payload.is_empty());
+    // A CNP has no payload: 16 reserved bytes, then the ICRC.
+    let mut long = cnp.clone();
+    long.splice(28..28, [0u8; 4]);
+    assert_eq!(parse(&long).unwrap_err(), ParseError::UnexpectedPayload);
+    assert_eq!(parse(&cnp[..28]).unwrap_err(), ParseError::Truncated);
 }
 
 #[test]

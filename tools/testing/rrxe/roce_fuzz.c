@@ -45,8 +45,8 @@
  * packets; at the end the count of each opcode sent, and
  *   # roce_fuzz: N packets sent (...class counts...; ...other counts...) in T s
  *   # roce_fuzz: sent=N sure_malformed=M send_errors=E targets=T
- * sure_malformed counts the packets a receiver that carries out RC, UC and UD (not RD or
- * CNP) must reject before the QP lookup: reserved, undefined, RD or CNP opcode, transport
+ * sure_malformed counts the packets a receiver that carries out RC, UC, UD and CNP (not RD)
+ * must reject before the QP lookup: reserved, undefined or RD opcode, transport
  * version not 0, truncated, payload or pad where the opcode has none, payload and pad not
  * a multiple of 4, an ATOMIC WRITE payload other than 8 bytes. On the host it matches
  * rrxe's own parser (tools/rrxe, rrxe-decode over a capture) packet for packet.
@@ -654,8 +654,8 @@ static void fuzz_one(void)
 
 	op = pick_op(&code);
 	cls = op ? op->cls : C_RESERVED;
-	if (!op || op->cls == C_RD_CNP)
-		sure_bad = 1;	/* undefined, reserved or unsupported opcode */
+	if (!op || (op->cls == C_RD_CNP && code != 0x81))
+		sure_bad = 1;	/* undefined, reserved or unsupported (RD) opcode */
 
 	/* BTH */
 	bth.opcode = code;

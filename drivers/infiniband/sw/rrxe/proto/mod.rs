@@ -12,6 +12,7 @@
 //! - [`crc32`], [`icrc`]: the invariant CRC, generic over the CRC32 implementation.
 //! - [`ip`]: the IP and UDP headers of outgoing packets.
 //! - [`psn`], [`aeth`]: sequence-number arithmetic and ACK syndromes.
+//! - [`cc`]: congestion control: ECN marks, CNPs and the DCQCN rate of a QP.
 //! - [`pma`]: the port's Performance Management agent (the answers to PerfMgmt MADs).
 //! - [`rc`]: the Reliable Connected transport as sans-IO state machines.
 //! - [`target`]: which address (WQE SGE or RETH/AtomicETH) and access right a transfer uses.
@@ -33,6 +34,7 @@ mod wire;
 
 pub mod aeth;
 pub mod bth;
+pub mod cc;
 #[cfg(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST))]
 pub mod crc32;
 pub mod ext;

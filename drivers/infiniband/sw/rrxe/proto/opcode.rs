@@ -5,8 +5,10 @@
 //! The top three opcode bits select the transport (RC `0x00`, UC `0x20`, RD `0x40`, UD `0x60`,
 //! CNP `0x80`) and the low five bits the operation. Each row lists the extended headers in
 //! wire order; everything else (payload, request/response, receive WQE use, AckReq rule) is
-//! derived from the operation and position by the `const fn` methods of [`OpInfo`]. RD and
-//! CNP rows are present so that they are recognised, but [`OpInfo::supported`] is `false`.
+//! derived from the operation and position by the `const fn` methods of [`OpInfo`]. RD rows
+//! are present so that they are recognised, but [`OpInfo::supported`] is `false`. A CNP
+//! belongs to no transport ([`OpInfo::qp_type`] is `None`): it is the congestion
+//! notification of RoCEv2 (Annex A17.9), which any connected QP may receive.
 
 use super::bth::BTH_LEN;
 use super::ext::ExtHdr::{self, *};
@@ -152,9 +154,14 @@ impl OpInfo {
         matches!(self.qp_type(), Some(t) if t as u8 == qp as u8)
     }
 
-    /// Returns `true` if this driver implements the opcode (RC, UC and UD; not RD or CNP).
+    /// Returns `true` if this driver implements the opcode (RC, UC, UD and CNP; not RD).
     pub const fn supported(&self) -> bool {
-        matches!(self.qp_type(), Some(QpType::Rc | QpType::Uc | QpType::Ud))
+        matches!(self.qp_type(), Some(QpType::Rc | QpType::Uc | QpType::Ud)) || self.is_cnp()
+    }
+
+    /// Returns `true` for a congestion notification packet.
+    pub const fn is_cnp(&self) -> bool {
+        matches!(self.op, Op::Cnp)
     }
 
     /// Returns `true` if the packet carries `hdr`.

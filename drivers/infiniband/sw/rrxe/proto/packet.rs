@@ -30,7 +30,7 @@ pub enum ParseError {
     BadTransportVersion(u8),
     /// Opcode undefined or reserved by the IBA.
     UnknownOpcode(Opcode),
-    /// Opcode defined but not supported (RD, CNP).
+    /// Opcode defined but not supported (RD).
     Unsupported(Opcode),
     /// Opcode not valid for the receiving QP's type.
     #[cfg(rrxe_host)]
