@@ -100,9 +100,18 @@ pub(crate) enum PortCounter {
     OdpFaultErrors,
     /// Faults not queued because the device's fault queue was full (the retry asks again).
     OdpFaultsDropped,
+    /// Packets of connected QPs received with congestion experienced (CE) in their IP
+    /// header (mlx5's name; counted whether or not the notification point answers).
+    NpEcnMarked,
+    /// CNPs sent by the notification point.
+    NpCnpSent,
+    /// CNPs the reaction point took (the QP's rate machine saw them).
+    RpCnpHandled,
+    /// CNPs ignored: the reaction point disabled, or the QP not connected to their sender.
+    RpCnpIgnored,
 }
 
-const NUM_STATS: usize = 35;
+const NUM_STATS: usize = 39;
 
 /// The names of the port counters. `rdma_rxe`'s `ack_deferred` (its completer run from a
 /// work item instead of inline) has no counterpart: rrxe's completer always runs inline.
@@ -142,6 +151,10 @@ pub(crate) static HW_STATS: [StatDesc; NUM_STATS] = [
     StatDesc::new(c"odp_faults_resolved"),
     StatDesc::new(c"odp_fault_errors"),
     StatDesc::new(c"odp_faults_dropped"),
+    StatDesc::new(c"np_ecn_marked_roce_packets"),
+    StatDesc::new(c"np_cnp_sent"),
+    StatDesc::new(c"rp_cnp_handled"),
+    StatDesc::new(c"rp_cnp_ignored"),
 ];
 
 /// The port counters of a device.

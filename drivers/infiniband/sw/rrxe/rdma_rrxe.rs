@@ -57,6 +57,7 @@ use kernel::rdma::{
 mod dbg;
 mod ah;
 mod budget;
+mod cc;
 mod counters;
 mod cq;
 mod crc;

@@ -7,6 +7,7 @@
 //! the kernel's [`TunnelRx`] trait, which the receive path implements for the driver).
 
 use crate::budget::Budget;
+use crate::cc::CcKnobs;
 use crate::counters::Stats;
 use crate::mem::KeyTable;
 use crate::odp::{Faults, ResumeQp};
@@ -61,6 +62,8 @@ pub(crate) struct DevShared {
     /// Page faults of on-demand paging regions, resolved in process context.
     #[pin]
     pub(crate) faults: Faults,
+    /// Congestion control: the knobs and the clock ([`crate::cc`]).
+    pub(crate) cc: CcKnobs,
 }
 
 impl_deferred! {
@@ -104,6 +107,7 @@ impl DevShared {
             stats,
             atomic_lock <- new_spinlock!((), "rrxe_atomic"),
             faults <- faults,
+            cc: CcKnobs::new(),
         }? Error))
     }
 

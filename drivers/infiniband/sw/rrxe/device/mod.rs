@@ -11,6 +11,7 @@
 
 mod verbs;
 
+use crate::cc::CcDir;
 use crate::counters::Stats;
 use crate::engine::QpShared;
 use crate::mcast::{FilterChange, McastGroups, Members};
@@ -76,6 +77,8 @@ pub(crate) struct RrxeDev {
     next_pd: Atomic<u64>,
     /// What the data path of every QP shares: keys, counters.
     pub(crate) shared: Arc<DevShared>,
+    /// The congestion control knobs in debugfs (`<ibdev>/cc_params`).
+    _cc_dir: CcDir,
     /// The device's hold on the RoCEv2 sockets of its netdevice's namespace: released when
     /// the netdevice goes (its unregistration, or its move to another namespace), or with
     /// the device.
@@ -239,6 +242,7 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
     // The RoCEv2 sockets of the netdevice's namespace (opened for its first device).
     let port_user = PortUser::new(ndev)?;
     let dev_stats = Arc::new(Stats::new(), GFP_KERNEL)?;
+    let shared = Arc::pin_init(DevShared::new(ndev, dev_stats, resume_qp)?, GFP_KERNEL)?;
     let dev = UnregisteredDevice::<Rrxe>::new(
         &DeviceParams {
             node_guid: guid,
@@ -275,7 +279,8 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
                 kernel::static_lock_class!()
             ),
             next_pd: Atomic::new(1),
-            shared: Arc::pin_init(DevShared::new(ndev, dev_stats, resume_qp)?, GFP_KERNEL)?,
+            _cc_dir: crate::cc::debugfs(name, shared.clone())?,
+            shared,
             port_user <- new_mutex!(Some(port_user)),
         }),
     )?;

@@ -22,6 +22,7 @@
 //! - `mem.rs`: a QP's memory access: its keys resolved through the one resolver
 //!   ([`crate::mem`]), scatter and gather, page faults asked for;
 //! - `xmit.rs`: building and transmitting a packet;
+//! - `cc.rs`: congestion control: CNPs answered and sent, the pacing of requests;
 //! - `wq.rs`: the work queues: a user's rings and a kernel consumer's queues of checked
 //!   work requests, and how the data path reads both;
 //! - `srq.rs`: a shared receive queue as the data path sees it.
@@ -53,6 +54,7 @@
 //! [`validate_send_wqe`]: crate::proto::uabi::validate_send_wqe
 //! [`validate_recv_wqe`]: crate::proto::uabi::validate_recv_wqe
 
+mod cc;
 mod cqe;
 mod mem;
 mod replies;
@@ -71,6 +73,7 @@ pub(crate) use setup::{QpSetup, QpSrq};
 pub(crate) use srq::{srq_geometry, SrqQueue, SrqRing};
 pub(crate) use wq::{write_sges, KernelRing, Queue, RecvCopy};
 
+use crate::cc::QpCc;
 use crate::counters::{PortCounter, Stats};
 use crate::proto::{icrc::IpHdr, opcode::QpType as WireQpType, packet::Packet, rc::qp_state};
 use crate::queue::SharedQueue;
@@ -206,6 +209,8 @@ pub(crate) struct Engine {
     /// The counter the QP is bound to (`rdma statistic qp`), where its transport events are
     /// counted instead of in the port's counters (see [`QpShared::stats`]).
     pub(crate) counter: Option<Arc<Stats>>,
+    /// Congestion control: the QP's rate, pacer and CNP interval (connected QPs).
+    cc: QpCc,
 }
 
 impl Engine {
@@ -395,6 +400,8 @@ impl QpShared {
             let is_request = info.is_some_and(|i| i.is_request());
             if pkt.bth.pkey() & 0x7fff != PKEY & 0x7fff {
                 false
+            } else if info.is_some_and(|i| i.is_cnp()) {
+                self.on_cnp(e, src)
             } else if !info.is_some_and(|i| i.allowed_on(self.qp_type)) {
                 // An opcode of another transport (an RC QP is not a UC or UD one): dropped,
                 // never executed with the semantics of this QP's transport.
@@ -404,10 +411,15 @@ impl QpShared {
             } else if &e.tx.av.ip.dst != src {
                 // RC: only the connected peer is heard.
                 false
-            } else if is_request {
-                self.on_request(e, &mut ev, pkt)
             } else {
-                self.on_response(e, &mut ev, pkt)
+                if crate::proto::cc::is_ce(crate::proto::cc::traffic_class(ip)) {
+                    self.on_ce(e);
+                }
+                if is_request {
+                    self.on_request(e, &mut ev, pkt)
+                } else {
+                    self.on_response(e, &mut ev, pkt)
+                }
             }
         };
         self.raise(ev);

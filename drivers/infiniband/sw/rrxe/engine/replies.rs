@@ -27,7 +27,7 @@
 //! since a region may not be held across runs: a region deregistered in between ends the
 //! responses, and the requester's retry then draws the NAK.
 
-use super::{path_mtu, xmit::PKEY, Engine, QpShared};
+use super::{cc::PACED_HDR_BYTES, path_mtu, xmit::PKEY, Engine, QpShared};
 use crate::budget::Budget;
 use crate::counters::PortCounter;
 use crate::fifo::Fifo;
@@ -221,6 +221,14 @@ impl QpShared {
                             self.tx_wait.arm_after_us(self, TX_WAIT_US);
                             return;
                         }
+                        Burst::Paced(next, us) => {
+                            // The QP's congestion control rate: the rest waits for it.
+                            if let Some(Queued::Read { next: n, .. }) = e.res.replies.front_mut() {
+                                *n = next;
+                            }
+                            self.tx_wait.arm_after_us(self, us);
+                            return;
+                        }
                     }
                 }
             };
@@ -257,6 +265,9 @@ impl QpShared {
         let mut i = next;
         let end = next.saturating_add(budget).min(total);
         while i < end {
+            if let Some(us) = self.pace_wait(e) {
+                return Burst::Paced(i, us);
+            }
             let r = rd.response(i, mtu);
             let spec = r.spec(e.tx.dest_qpn, PKEY, rd.msn, &[]);
             let id = e.tx.next_ip_id();
@@ -298,6 +309,7 @@ impl QpShared {
             }
             // Any other failure is a lost response: the requester asks again.
             self.count_sent(e, sent, false);
+            self.paced(e, r.len.saturating_add(PACED_HDR_BYTES));
             i += 1;
         }
         if i < total {
@@ -318,4 +330,6 @@ enum Burst {
     Full(u32),
     /// This packet's memory is being faulted in (on-demand paging).
     Fault(u32),
+    /// This packet waits this many µs for the QP's congestion control rate.
+    Paced(u32, u32),
 }

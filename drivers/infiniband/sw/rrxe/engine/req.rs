@@ -25,7 +25,7 @@
 //!
 //! [`Transport::Uc`]: crate::proto::rc::Transport::Uc
 
-use super::{replies::TX_WAIT_US, shadow::Shadow, xmit::PKEY, Engine, Events, QpShared};
+use super::{cc::PACED_HDR_BYTES, replies::TX_WAIT_US, shadow::Shadow, xmit::PKEY, Engine, Events, QpShared};
 use super::{Local, REWIND_WAIT, SQ_SLOTS};
 use crate::budget::Budget;
 use crate::counters::PortCounter;
@@ -109,6 +109,11 @@ impl QpShared {
                 e.req.sender.local_done(id, ok);
                 continue;
             }
+            // A QP that CNPs slowed down waits for its rate (`tx_wait` resumes it).
+            if let Some(us) = self.pace_wait(e) {
+                self.tx_wait.arm_after_us(self, us);
+                break;
+            }
             let Some(p) = e.req.sender.next_packet() else {
                 break;
             };
@@ -137,6 +142,7 @@ impl QpShared {
             }
             // Any other failure loses the packet: the retransmit timer recovers it (RC).
             self.count_sent(e, sent, p.retransmit);
+            self.paced(e, p.len.saturating_add(PACED_HDR_BYTES));
         }
         self.drain_actions(e, ev);
         if e.req.error.is_some() && e.req.sender.is_idle() {

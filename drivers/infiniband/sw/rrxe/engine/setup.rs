@@ -126,6 +126,7 @@ impl QpShared {
                 parked: None,
             },
             tx: TxPath::new(),
+            cc: crate::cc::QpCc::new(),
             kq,
             attrs: s.attrs,
             caps: s.caps,

@@ -15,8 +15,10 @@ use crate::counters::PortCounter;
 use crate::crc::kernel_crc32;
 use crate::proto::{
     bth::Qpn,
+    cc,
     icrc::{self, IpHdr, UDP_LEN},
     ip::{self, IpParams},
+    opcode::QpType as WireQpType,
     packet::{self, PacketSpec},
 };
 use kernel::prelude::*;
@@ -136,7 +138,12 @@ impl QpShared {
     ) -> Result {
         let body_len = packet::packet_len(spec.bth.opcode, payload_len).ok_or(EINVAL)?;
         let route = routes.get(self.dev.netdev(), path)?;
-        let ip = &path.ip;
+        // Connected QPs' packets are ECN-capable while the reaction point is on.
+        let ecn = self.qp_type != WireQpType::Ud && self.dev.cc.ecn();
+        let ip = &IpParams {
+            traffic_class: cc::ect(path.ip.traffic_class, ecn),
+            ..path.ip
+        };
         let ip_len = ip.ip_len();
         let hdr_len = ip_len.wrapping_add(UDP_LEN);
         let mut buf = TxBuf::new(route, ip_len, hdr_len.checked_add(body_len).ok_or(EINVAL)?)?;
