@@ -12,6 +12,8 @@
 #                  and rdma_rxe, on the bench kernel (PROFILE_*: see scripts/profile.sh)
 #   make bench-read-large  a 1 GiB READ at MTU 256, rrxe and rdma_rxe, with the responder's
 #                  guest pinged and timed (READ_*: see scripts/read-large-bench.sh)
+#   make bench-cc  congestion control through an ECN-marking bottleneck, 1, 8 and 64 QPs,
+#                  off and on (CC_*: see scripts/cc-bench.sh)
 #   make check     every test: host (cargo), KUnit in a guest, end to end in guests
 #                  (T=GLOB[,GLOB...]: only those groups, see scripts/check.sh)
 #   make check-kasan  the guest groups (T=..., default a robustness subset) on a KASAN kernel
@@ -32,7 +34,7 @@
 SHELL := /bin/bash
 FUZZ_SECONDS ?= 600
 
-.PHONY: help all setup kernel initramfs host-test check check-kasan kunit demo bench profile bench-read-large shell fuzz series series-check clean
+.PHONY: help all setup kernel initramfs host-test check check-kasan kunit demo bench profile bench-read-large bench-cc shell fuzz series series-check clean
 
 all: kernel
 
@@ -76,6 +78,9 @@ profile: setup
 
 bench-read-large: setup
 	RRXE_VARIANT=bench scripts/read-large-bench.sh
+
+bench-cc: setup
+	scripts/cc-bench.sh
 
 shell: initramfs
 	scripts/qemu.sh --interactive --append rrxe.load=rdma_rrxe --out build/shell

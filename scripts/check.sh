@@ -381,6 +381,13 @@ for m in reorder dup corrupt all; do
 	guest_test netem-$m 600 --file "$REPO/scripts/tests/loss.sh" \
 		"$REPO/scripts/tests/netem-$m.sh" "$REPO/scripts/tests/netem-$m.sh"
 done
+# Congestion control: ib_write_bw -q 8 through a token bucket with an ECN-marking RED queue,
+# off then on (CE marks, CNPs sent and handled, fewer drops), verified transfers with it on.
+guest_test cc 600 "$REPO/scripts/tests/cc.sh" "$REPO/scripts/tests/cc.sh"
+# The same with rdma_rxe receiving rrxe's ECN-capable packets. (rdma_rxe cannot send through
+# this bottleneck: RED's early drop returns NET_XMIT_CN, which rdma_rxe takes for a failed
+# send and ends the QP in error, congestion control or not.)
+guest_test cc-mixed 600 --file "$REPO/scripts/tests/cc.sh" "$REPO/scripts/tests/cc-mixed.sh" "$REPO/scripts/tests/cc-mixed.sh"
 # RNR: retry exceeded (rnr_retry 1 and 0, NAK count) and a late receive (64 B, 64 KiB).
 guest_test rnr 300 "$REPO/scripts/tests/rnr.sh" "$REPO/scripts/tests/rnr.sh"
 # Large READs: paced responses, a responsive responder (issue 10).
