@@ -19,12 +19,8 @@
 //! ([`RpParams::sane`]), never trusted.
 
 use crate::proto::cc::{CnpLimiter, Dcqcn, NpParams, Pacer, RpParams};
-use kernel::debugfs::{Dir, Scope, ScopedDir};
-use kernel::prelude::*;
-use kernel::sync::{
-    atomic::{ordering::Relaxed, Atomic},
-    Arc,
-};
+use kernel::debugfs::ScopedDir;
+use kernel::sync::atomic::{ordering::Relaxed, Atomic};
 use kernel::time::{Instant, Monotonic};
 
 /// A device's congestion control knobs.
@@ -111,7 +107,7 @@ impl CcKnobs {
     }
 
     /// Adds the knobs' files to `dir`.
-    fn files<'a>(&'a self, dir: &ScopedDir<'a, '_>) {
+    pub(crate) fn files<'a>(&'a self, dir: &ScopedDir<'a, '_>) {
         for (name, knob) in [
             (c"rp_enable", &self.rp_enable),
             (c"np_enable", &self.np_enable),
@@ -134,22 +130,6 @@ impl CcKnobs {
             dir.read_write_file(name, knob);
         }
     }
-}
-
-/// The debugfs directory of a device's knobs, `<ibdev>/cc_params`, removed when dropped
-/// (before the reference to the knobs it holds).
-pub(crate) type CcDir = Pin<KBox<Scope<Arc<crate::shared::DevShared>>>>;
-
-/// Makes `<name>/cc_params` in debugfs for the knobs of `shared`.
-pub(crate) fn debugfs(name: &CStr, shared: Arc<crate::shared::DevShared>) -> Result<CcDir> {
-    let root = Dir::new(name);
-    let scope = root.scope(Ok::<_, Error>(shared), c"cc_params", files);
-    KBox::pin_init(scope, GFP_KERNEL)
-}
-
-/// Adds the files of the knobs of `sh` to its `cc_params` directory.
-fn files<'d>(sh: &'d Arc<crate::shared::DevShared>, dir: &ScopedDir<'d, '_>) {
-    sh.cc.files(dir)
 }
 
 /// A connected QP's congestion control: its rate and pacer (reaction point) and its CNP

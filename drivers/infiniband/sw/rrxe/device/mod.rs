@@ -11,7 +11,6 @@
 
 mod verbs;
 
-use crate::cc::CcDir;
 use crate::counters::Stats;
 use crate::engine::QpShared;
 use crate::mcast::{FilterChange, McastGroups, Members};
@@ -19,6 +18,7 @@ use crate::odp::Resume;
 use crate::params::{self, Counter};
 use crate::shared::DevShared;
 use crate::Rrxe;
+use kernel::debugfs::{Dir, Scope, ScopedDir};
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::rdma::{
@@ -279,7 +279,7 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
                 kernel::static_lock_class!()
             ),
             next_pd: Atomic::new(1),
-            _cc_dir: crate::cc::debugfs(name, shared.clone())?,
+            _cc_dir: cc_debugfs(name, shared.clone())?,
             shared,
             port_user <- new_mutex!(Some(port_user)),
         }),
@@ -291,6 +291,24 @@ pub(crate) fn add(name: &CStr, ndev: &NetDevice) -> Result {
         ndev.name().to_str().unwrap_or("?")
     );
     Ok(())
+}
+
+/// The debugfs directory of a device's congestion control knobs, `<ibdev>/cc_params`
+/// ([`crate::cc`]), removed when dropped (before the reference to the knobs it holds).
+type CcDir = Pin<KBox<Scope<Arc<DevShared>>>>;
+
+/// Makes `<name>/cc_params` in debugfs for the knobs of `shared`.
+fn cc_debugfs(name: &CStr, shared: Arc<DevShared>) -> Result<CcDir> {
+    let root = Dir::new(name);
+    KBox::pin_init(
+        root.scope(Ok::<_, Error>(shared), c"cc_params", cc_files),
+        GFP_KERNEL,
+    )
+}
+
+/// Adds the files of the knobs of `sh` to its `cc_params` directory.
+fn cc_files<'d>(sh: &'d Arc<DevShared>, dir: &ScopedDir<'d, '_>) {
+    sh.cc.files(dir)
 }
 
 /// Resumes QP `qpn` of the device on `ndev`, if both still exist, after a page fault it

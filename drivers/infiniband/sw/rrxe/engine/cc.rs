@@ -3,7 +3,8 @@
 //! Congestion control on a connected QP (see [`crate::cc`] and [`crate::proto::cc`]): the
 //! notification point answers packets a queue marked CE with CNPs to the peer QP, the
 //! reaction point turns the peer's CNPs into the QP's DCQCN rate, and the data the QP
-//! sends (its requests, and its READ responses) is paced at that rate. Under the engine lock, like the rest of the data path.
+//! sends (its requests, and its READ responses) is paced at that rate. Under the engine
+//! lock, like the rest of the data path.
 
 use super::{xmit::PKEY, Engine, QpShared};
 use crate::counters::PortCounter;

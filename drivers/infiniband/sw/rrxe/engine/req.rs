@@ -25,7 +25,9 @@
 //!
 //! [`Transport::Uc`]: crate::proto::rc::Transport::Uc
 
-use super::{cc::PACED_HDR_BYTES, replies::TX_WAIT_US, shadow::Shadow, xmit::PKEY, Engine, Events, QpShared};
+use super::{
+    cc::PACED_HDR_BYTES, replies::TX_WAIT_US, shadow::Shadow, xmit::PKEY, Engine, Events, QpShared,
+};
 use super::{Local, REWIND_WAIT, SQ_SLOTS};
 use crate::budget::Budget;
 use crate::counters::PortCounter;

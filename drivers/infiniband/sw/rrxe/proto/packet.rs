@@ -99,6 +99,9 @@ pub struct Packet<'a> {
     /// The ICRC trailer as on the wire (little-endian).
     #[cfg(rrxe_host)]
     pub icrc: &'a [u8; ICRC_LEN],
+    /// A CNP's 16 reserved bytes as received (ignored; empty for other opcodes).
+    #[cfg(rrxe_host)]
+    pub cnp_reserved: &'a [u8],
 }
 
 /// Checks the payload and pad lengths against the opcode's payload rule.
@@ -148,6 +151,8 @@ pub fn parse(bytes: &[u8]) -> Result<Packet<'_>, ParseError> {
         body,
         #[cfg(rrxe_host)]
         icrc,
+        #[cfg(rrxe_host)]
+        cnp_reserved: &[],
     };
     for &hdr in info.headers {
         let (h, tail) = rest
@@ -163,6 +168,9 @@ pub fn parse(bytes: &[u8]) -> Result<Packet<'_>, ParseError> {
             ExtHdr::Ieth => pkt.ieth = Ieth::new(h),
             ExtHdr::Aeth => pkt.aeth = Aeth::new(h),
             ExtHdr::AtomicAckEth => pkt.atomic_ack_eth = AtomicAckEth::new(h),
+            #[cfg(rrxe_host)]
+            ExtHdr::CnpReserved => pkt.cnp_reserved = h,
+            #[cfg(not(rrxe_host))]
             ExtHdr::CnpReserved => {}
         }
         rest = tail;
@@ -216,6 +224,11 @@ impl<'a> Packet<'a> {
             ieth: self.ieth.map(|h| h.fields()),
             aeth: self.aeth.map(|h| h.fields()),
             atomic_ack_eth: self.atomic_ack_eth.map(|h| h.fields()),
+            cnp_reserved: self
+                .cnp_reserved
+                .first_chunk::<16>()
+                .copied()
+                .unwrap_or_default(),
             payload: self.payload,
             pad: self.pad,
         }
@@ -252,6 +265,9 @@ pub struct PacketSpec<'a> {
         allow(dead_code)
     )]
     pub payload: &'a [u8],
+    /// A CNP's reserved bytes (zero when rrxe sends one; kept to rebuild a received one).
+    #[cfg(rrxe_host)]
+    pub cnp_reserved: [u8; 16],
     /// Pad bytes to use; missing ones are zero, extra ones ignored.
     #[cfg_attr(
         not(any(rrxe_host, CONFIG_RDMA_RRXE_RUST_KUNIT_TEST)),
@@ -359,6 +375,9 @@ pub fn build_headers(
             ExtHdr::Ieth => spec.ieth.map(|h| h.write(rest)),
             ExtHdr::Aeth => spec.aeth.map(|h| h.write(rest)),
             ExtHdr::AtomicAckEth => spec.atomic_ack_eth.map(|h| h.write(rest)),
+            #[cfg(rrxe_host)]
+            ExtHdr::CnpReserved => Some(put(rest, &spec.cnp_reserved).map(|_| ())),
+            #[cfg(not(rrxe_host))]
             ExtHdr::CnpReserved => Some(put(rest, &[0; 16]).map(|_| ())),
         };
         written.ok_or(BuildError::MissingHeader(hdr))??;
