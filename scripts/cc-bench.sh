@@ -11,7 +11,9 @@
 # relative to the fair one, from a capture of guest a's wire: bytes per QP in the middle
 # half of each run, scripts/bench/cc-fairness.py) lands in build/cc-bench/results.txt and
 # on stdout. On the test kernel: this
-# measures the transport's behaviour under congestion, not speed.
+# measures the transport's behaviour under congestion, not speed. CC_KNOBS ("name=value
+# ...", files of debugfs <dev>/cc_params) is set on both guests, e.g. DCQCN's rate steps
+# scaled to the bottleneck: CC_KNOBS="rp_ai_rate=5 rp_hai_rate=50 rp_min_rate=1".
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 CLIPPY=1 "$REPO/scripts/kernel.sh"
@@ -21,7 +23,8 @@ mkdir -p "$out"
 for q in ${CC_BENCH_QPS:-1 8 64}; do
 	iters=$(( ${CC_BENCH_MESSAGES:-320} / q ))
 	[ "$iters" -ge 2 ] || iters=2
-	printf 'CC_QPS=%s CC_ITERS=%s CC_RATE=%s\n. /usr/local/bin/cc.sh\n' "$q" "$iters" "${CC_RATE:-40mbit}" >"$out/q$q.sh"
+	printf 'CC_QPS=%s CC_ITERS=%s CC_RATE=%s CC_KNOBS="%s"\n. /usr/local/bin/cc.sh\n' "$q" "$iters" \
+		"${CC_RATE:-40mbit}" "${CC_KNOBS:-}" >"$out/q$q.sh"
 	"$REPO/scripts/qemu.sh" --quiet --timeout 900 --out "$out/q$q" --pcap "$out/q$q.pcap" \
 		--file "$REPO/scripts/tests/cc.sh" "$out/q$q.sh" "$out/q$q.sh" >"$out/q$q.log" 2>&1 ||
 		rrxe_log "q$q: guests failed (see $out/q$q)"

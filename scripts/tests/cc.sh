@@ -51,6 +51,10 @@ cc() {
 	[ "$DRV" = rrxe ] || return 0
 	[ -d $knobs ] || die "$knobs missing"
 	if [ "$RRXE_NAME" = a ]; then echo "$1" >$knobs/np_enable; else echo "$1" >$knobs/rp_enable; fi
+	# CC_KNOBS: "name=value ..." of cc_params, set on both guests (e.g. rates scaled to
+	# the bottleneck).
+	local kv
+	for kv in ${CC_KNOBS:-}; do echo "${kv#*=}" >"$knobs/${kv%%=*}"; done
 }
 # qstat: "sent early pdrop marked" packets of the RED queue on guest b's eth0: early are
 # its probabilistic drops (packets lost: RED returns success to the sender), pdrop those
