@@ -11,7 +11,7 @@ use crate::counters::PortCounter;
 use crate::proto::{
     bth::{BthFields, TVER},
     cc::ECN_ECT0,
-    opcode::{Opcode, QpType as WireQpType},
+    opcode::Opcode,
     packet::PacketSpec,
     psn::Psn,
 };
@@ -25,12 +25,10 @@ pub(super) const PACED_HDR_BYTES: u32 = 60;
 const PACE_MIN_US: u64 = 1;
 
 impl QpShared {
-    /// A CNP from `src` for this QP: the reaction point cuts the rate. Returns whether the
-    /// QP took it (a CNP is taken, and counted, by a connected QP from its peer).
-    pub(super) fn on_cnp(&self, e: &mut Engine, src: &[u8; 16]) -> bool {
-        let connected =
-            self.qp_type != WireQpType::Ud && &e.tx.av.ip.dst == src && e.state().transmits();
-        if !connected {
+    /// A CNP from the peer of this connected QP: the reaction point cuts the rate. Returns
+    /// whether the QP took it (one that transmits).
+    pub(super) fn on_cnp(&self, e: &mut Engine) -> bool {
+        if !e.state().transmits() {
             return false;
         }
         match self.dev.cc.rp() {
@@ -73,14 +71,11 @@ impl QpShared {
         let mut path = e.tx.av;
         path.ip.traffic_class = np.cnp_traffic_class() | ECN_ECT0;
         let id = e.tx.next_ip_id();
-        if self
-            .xmit(&mut e.tx.routes, &path, id, &spec, 0, |_| Ok(()))
-            .is_ok()
-        {
+        let sent = self.xmit(&mut e.tx.routes, &path, id, &spec, 0, |_| Ok(()));
+        if sent.is_ok() {
             self.stats(e).inc(PortCounter::NpCnpSent);
-        } else {
-            self.dev.stats.inc(PortCounter::SendErrors);
         }
+        self.count_sent(e, sent, false);
     }
 
     /// Returns how long, in µs, the requester's next packet must wait for the QP's rate

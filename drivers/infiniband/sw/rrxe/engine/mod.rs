@@ -22,7 +22,8 @@
 //! - `mem.rs`: a QP's memory access: its keys resolved through the one resolver
 //!   ([`crate::mem`]), scatter and gather, page faults asked for;
 //! - `xmit.rs`: building and transmitting a packet;
-//! - `cc.rs`: congestion control: CNPs answered and sent, the pacing of requests;
+//! - `cc.rs`: congestion control: CNPs answered and sent, the pacing of requests and READ
+//!   responses;
 //! - `wq.rs`: the work queues: a user's rings and a kernel consumer's queues of checked
 //!   work requests, and how the data path reads both;
 //! - `srq.rs`: a shared receive queue as the data path sees it.
@@ -400,10 +401,11 @@ impl QpShared {
             let is_request = info.is_some_and(|i| i.is_request());
             if pkt.bth.pkey() & 0x7fff != PKEY & 0x7fff {
                 false
-            } else if info.is_some_and(|i| i.is_cnp()) {
-                self.on_cnp(e, src)
-            } else if !info.is_some_and(|i| i.allowed_on(self.qp_type)) {
-                // An opcode of another transport (an RC QP is not a UC or UD one): dropped,
+            } else if !info.is_some_and(|i| {
+                i.allowed_on(self.qp_type) || (i.is_cnp() && self.qp_type != WireQpType::Ud)
+            }) {
+                // An opcode of another transport (an RC QP is not a UC or UD one; a CNP is
+                // any connected QP's): dropped,
                 // never executed with the semantics of this QP's transport.
                 false
             } else if self.qp_type == WireQpType::Ud {
@@ -411,6 +413,8 @@ impl QpShared {
             } else if &e.tx.av.ip.dst != src {
                 // RC: only the connected peer is heard.
                 false
+            } else if info.is_some_and(|i| i.is_cnp()) {
+                self.on_cnp(e)
             } else {
                 if crate::proto::cc::is_ce(crate::proto::cc::traffic_class(ip)) {
                     self.on_ce(e);
